@@ -1,0 +1,64 @@
+# UCP top-level entry points. Each target installs what is missing (apt, when root),
+# configures and builds, then does its job. See README.md.
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+CONFIG ?= config/ucp.conf
+WERROR ?= ON
+
+.PHONY: all deps build run test test-release test-asan test-tsan bench memcheck soak format format-check clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh core
+
+build: deps
+	@cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build/release -j $(JOBS)
+
+run: build
+	bin/proactor_test $(CONFIG)
+
+# Unit + integration tests on the release build, the whole suite again under
+# AddressSanitizer + UBSan (LeakSanitizer on), then the cross-thread tests under TSan.
+test: test-release test-asan test-tsan
+	@echo "make test: all passes green"
+
+test-release: build
+	cd build/release && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+test-asan: deps
+	@cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUCP_SANITIZE=address -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build/asan -j $(JOBS)
+	cd build/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) --timeout 600
+
+test-tsan: deps
+	@cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUCP_SANITIZE=thread -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build/tsan -j $(JOBS)
+	cd build/tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads -j $(JOBS) --timeout 600
+
+bench: deps
+	@scripts/install-deps.sh bench
+	@cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DUCP_WERROR=$(WERROR) -DUCP_BENCH=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build/release -j $(JOBS)
+	scripts/run-micro-benchmarks.sh
+	./benchmark.sh
+
+memcheck: build
+	@scripts/install-deps.sh memcheck
+	scripts/memcheck.sh
+
+soak: build
+	scripts/soak.sh
+
+format:
+	@scripts/install-deps.sh format
+	git ls-files '*.h' '*.cpp' | xargs clang-format-16 -i
+
+format-check:
+	@scripts/install-deps.sh format
+	git ls-files '*.h' '*.cpp' | xargs clang-format-16 --dry-run --Werror
+
+clean:
+	rm -rf build bin
