@@ -1,0 +1,139 @@
+#pragma once
+// Task<T>: a lazy coroutine that produces a T (or void) for the one coroutine awaiting it.
+//
+// - Lazy: the body starts when the task is awaited (or handed to EventLoop::spawn).
+// - Symmetric transfer: finishing resumes the awaiter directly, so long chains of
+//   synchronous completions do not grow the stack.
+// - Results and exceptions propagate through co_await. UCP's I/O layer reports errors as
+//   Result values and never throws; the exception path is for user code.
+// - Destroying a Task that has not finished destroys its frame (and, through the awaiting
+//   chain, nothing else): no leaks when a task is dropped early.
+// - Frames come from the per-thread MemoryPool.
+//
+// Thread contract: a Task is created, awaited and destroyed on one thread at a time.
+
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include "ucp/memory/MemoryPool.h"
+
+namespace ucp {
+
+template <class T = void>
+class Task;
+
+namespace detail {
+
+struct PromiseBase : PoolAllocated {
+  struct FinalAwaiter {
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept {
+      auto continuation = self.promise().continuation;
+      return continuation ? continuation : std::noop_coroutine();
+    }
+    void await_resume() const noexcept {}
+  };
+
+  std::suspend_always initial_suspend() const noexcept { return {}; }
+  FinalAwaiter final_suspend() const noexcept { return {}; }
+  void unhandled_exception() noexcept { exception = std::current_exception(); }
+  void rethrow_if_failed() const {
+    if (exception) std::rethrow_exception(exception);
+  }
+
+  std::coroutine_handle<> continuation;
+  std::exception_ptr exception;
+};
+
+}  // namespace detail
+
+template <class T>
+class [[nodiscard]] Task {
+ public:
+  struct promise_type : detail::PromiseBase {
+    Task get_return_object() noexcept { return Task{Handle::from_promise(*this)}; }
+    template <class U>
+    void return_value(U&& value) {
+      result.emplace(std::forward<U>(value));
+    }
+    std::optional<T> result;
+  };
+  using Handle = std::coroutine_handle<promise_type>;
+
+  Task() noexcept = default;
+  Task(Task&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  Task& operator=(Task&& other) noexcept {
+    if (this != &other) {
+      if (handle_) handle_.destroy();
+      handle_ = std::exchange(other.handle_, {});
+    }
+    return *this;
+  }
+  ~Task() {
+    if (handle_) handle_.destroy();
+  }
+
+  bool valid() const noexcept { return static_cast<bool>(handle_); }
+  bool done() const noexcept { return handle_ && handle_.done(); }
+
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) noexcept {
+    handle_.promise().continuation = caller;
+    return handle_;  // start the child now, on this thread
+  }
+  T await_resume() {
+    handle_.promise().rethrow_if_failed();
+    return std::move(*handle_.promise().result);
+  }
+
+  /// Hands the frame over (EventLoop::spawn takes it this way).
+  Handle release() noexcept { return std::exchange(handle_, {}); }
+
+ private:
+  explicit Task(Handle handle) noexcept : handle_(handle) {}
+  Handle handle_;
+};
+
+template <>
+class [[nodiscard]] Task<void> {
+ public:
+  struct promise_type : detail::PromiseBase {
+    Task get_return_object() noexcept { return Task{Handle::from_promise(*this)}; }
+    void return_void() const noexcept {}
+  };
+  using Handle = std::coroutine_handle<promise_type>;
+
+  Task() noexcept = default;
+  Task(Task&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  Task& operator=(Task&& other) noexcept {
+    if (this != &other) {
+      if (handle_) handle_.destroy();
+      handle_ = std::exchange(other.handle_, {});
+    }
+    return *this;
+  }
+  ~Task() {
+    if (handle_) handle_.destroy();
+  }
+
+  bool valid() const noexcept { return static_cast<bool>(handle_); }
+  bool done() const noexcept { return handle_ && handle_.done(); }
+
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) noexcept {
+    handle_.promise().continuation = caller;
+    return handle_;
+  }
+  void await_resume() const { handle_.promise().rethrow_if_failed(); }
+
+  Handle release() noexcept { return std::exchange(handle_, {}); }
+
+ private:
+  explicit Task(Handle handle) noexcept : handle_(handle) {}
+  Handle handle_;
+};
+
+}  // namespace ucp
