@@ -1,8 +1,15 @@
 #pragma once
 // Config: the typed content of a UCP ini file (SPEC §5). Every key has a default, so an
 // empty file is valid. `Config::load` refuses unknown sections or keys, malformed lines,
-// bad numbers and out-of-range values with a ConfigError whose message reads
-// "FILE:LINE: section.key: what is wrong" (exit 2 in bin/proactor_test).
+// duplicate keys, bad numbers and out-of-range values with a ConfigError whose message is
+// one line, "FILE:LINE: section.key: what is wrong" (exit 2 in bin/proactor_test).
+//
+// Format (docs/config.md has the full key table):
+//   [section]              a header; the same section may be opened again later
+//   key = value            surrounding whitespace trimmed; no quoting
+//   # comment / ; comment  on their own line, or after a value when preceded by whitespace
+//
+// The ranges in the comments below are enforced by the parser; "pow2" means a power of two.
 
 #include <cstdint>
 #include <stdexcept>
@@ -15,36 +22,47 @@ namespace ucp {
 
 /// [server]
 struct ServerConfig {
-  std::string name = "TcpServer";
-  std::string ip = "0.0.0.0";
-  uint16_t port = 8888;                 // 0 = any free port (the log line names it)
-  uint32_t thread_num = 1;              // worker loops; 0 = one per CPU
-  uint32_t read_timeout_ms = 5000;      // idle read timeout; 0 = none
+  std::string name = "TcpServer";       // non-empty; shown in logs
+  std::string ip = "0.0.0.0";           // IPv4 dotted quad (inet_pton)
+  uint16_t port = 8888;                 // 0..65535; 0 = any free port (the log line names it)
+  uint32_t thread_num = 1;              // 0..1024 worker loops; 0 = one per CPU
+  uint32_t read_timeout_ms = 5000;      // 0..86400000 idle read timeout; 0 = none
   std::string protocol = "echo";        // echo | http
-  uint32_t max_connections = 100000;    // beyond it new connections are closed at once
-  uint32_t backlog = 4096;              // listen(2) backlog
+  uint32_t max_connections = 100000;    // 1..16777216; beyond it new connections are closed
+  uint32_t backlog = 4096;              // 1..65535 listen(2) backlog (kernel caps: somaxconn)
   bool reuse_port = false;              // SO_REUSEPORT on the listening socket
   bool tcp_nodelay = true;              // TCP_NODELAY on accepted sockets
-  uint32_t shutdown_timeout_ms = 5000;  // graceful stop deadline after SIGINT/SIGTERM
-  uint64_t max_output_bytes = 4194304;  // per-connection queued output before the writer waits
-  uint32_t max_request_bytes = 65536;   // http: largest request head accepted (else 431)
+  uint32_t shutdown_timeout_ms = 5000;  // 0..3600000 graceful stop deadline after SIGINT/TERM
+  uint64_t max_output_bytes = 4194304;  // 1024..4294967296 queued output before the writer waits
+  uint32_t max_request_bytes = 65536;   // 1024..16777216 http: largest request head (else 431)
+
+  bool operator==(const ServerConfig&) const = default;
 };
 
 /// [event_loop]
 struct EventLoopConfig {
-  uint32_t ring_entries = 4096;              // SQ entries per ring (CQ is twice that or more)
-  bool sqpoll = false;                       // IORING_SETUP_SQPOLL, one shared kernel thread
-  uint32_t sqpoll_idle_ms = 50;              // SQPOLL thread sleeps after this much idle time
-  uint32_t registered_buffers_count = 0;     // fixed buffers per worker ring; 0 = off
-  uint32_t registered_buffer_size = 4096;
-  uint32_t pending_queue_capacity = 65536;   // SQEs waiting when the SQ is full
-  bool multishot_recv = true;                // multishot recv + provided buffer ring when probed
-  uint32_t provided_buffers_count = 4096;    // buffers in each loop's provided buffer ring
-  uint32_t provided_buffer_size = 4096;
-  bool defer_taskrun = true;                 // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN
-  bool msg_ring_handoff = false;             // pass accepted fds with IORING_OP_MSG_RING
+  uint32_t ring_entries = 4096;             // pow2 8..32768 SQ entries per ring (CQ: 2x or more)
+  bool sqpoll = false;                      // IORING_SETUP_SQPOLL, one shared kernel thread
+  uint32_t sqpoll_idle_ms = 50;             // 0..60000 SQPOLL thread sleeps after this idle time
+  uint32_t registered_buffers_count = 0;    // 0..16384 fixed buffers per worker ring; 0 = off
+  uint32_t registered_buffer_size = 4096;   // 64..1048576 bytes each
+  uint32_t pending_queue_capacity = 65536;  // 0..16777216 SQEs waiting when the SQ is full
+  bool multishot_recv = true;               // multishot recv + provided buffer ring when probed
+  uint32_t provided_buffers_count = 4096;   // pow2 1..32768 buffers in each loop's buffer ring
+  uint32_t provided_buffer_size = 4096;     // 64..1048576 bytes each
+  bool defer_taskrun = true;                // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN
+  bool msg_ring_handoff = false;            // pass accepted fds with IORING_OP_MSG_RING
+
+  bool operator==(const EventLoopConfig&) const = default;
 };
 
+// [log] is ucp::LogOptions (log/Logger.h). Keys and ranges: level (TRACE..FATAL), file (empty =
+// no file), max_size 0..1099511627776 (0 = never roll), max_files 0..1000, daily, async,
+// console, flush_interval_ms 1..60000, queue_capacity 16..16777216, queue_full_policy
+// block | drop.
+
+/// The whole configuration, a plain value: build it once on the main thread, then copy or
+/// read it from anywhere. Nothing here is synchronized.
 struct Config {
   ServerConfig server;
   EventLoopConfig event_loop;
@@ -58,6 +76,9 @@ struct Config {
                       const std::vector<std::string>& overrides = {});
 };
 
+/// One line, "FILE:LINE: section.key: what is wrong" ("--set:N: ..." for the N-th override,
+/// "FILE: cannot open: <reason>" when the file cannot be read). The caller prints it and
+/// exits 2.
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -1,0 +1,506 @@
+#include "ucp/config/Config.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace ucp {
+namespace {
+
+// SPEC §5, byte for byte: the seed's example must load unchanged.
+constexpr char kSpecExample[] = R"ini([server]
+name = TcpServer
+ip = 0.0.0.0
+port = 8888
+thread_num = 16          ; worker threads; 0 = one per CPU
+read_timeout_ms = 5000   ; idle read timeout, 0 = none
+[event_loop]
+ring_entries = 32768
+sqpoll = true
+sqpoll_idle_ms = 50
+registered_buffers_count = 16384
+registered_buffer_size = 4096
+pending_queue_capacity = 65536   ; SQEs waiting when the SQ is full
+[log]
+level = INFO             ; TRACE DEBUG INFO WARN ERROR FATAL
+file = logs/server.log
+max_size = 104857600     ; bytes per file before rolling
+max_files = 10
+async = true
+console = true
+flush_interval_ms = 1000
+)ini";
+
+// The message of the ConfigError that parsing `text` (origin "ucp.conf") throws, or "" if none.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    Config::parse(text, "ucp.conf", overrides);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    Config::load(path);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+void expect_default_log(const LogOptions& log) {
+  LogOptions defaults;
+  EXPECT_EQ(log.level, defaults.level);
+  EXPECT_EQ(log.file, defaults.file);
+  EXPECT_EQ(log.max_size, defaults.max_size);
+  EXPECT_EQ(log.max_files, defaults.max_files);
+  EXPECT_EQ(log.daily, defaults.daily);
+  EXPECT_EQ(log.async, defaults.async);
+  EXPECT_EQ(log.console, defaults.console);
+  EXPECT_EQ(log.flush_interval_ms, defaults.flush_interval_ms);
+  EXPECT_EQ(log.queue_capacity, defaults.queue_capacity);
+  EXPECT_EQ(log.queue_full_policy, defaults.queue_full_policy);
+}
+
+void expect_defaults(const Config& config) {
+  EXPECT_EQ(config.server, ServerConfig{});
+  EXPECT_EQ(config.event_loop, EventLoopConfig{});
+  expect_default_log(config.log);
+}
+
+std::string write_temp_file(const std::string& name, const std::string& text) {
+  std::string path = testing::TempDir() + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(Config, SpecExampleLoadsVerbatim) {
+  Config config = Config::parse(kSpecExample, "spec");
+  EXPECT_EQ(config.server.name, "TcpServer");
+  EXPECT_EQ(config.server.ip, "0.0.0.0");
+  EXPECT_EQ(config.server.port, 8888);
+  EXPECT_EQ(config.server.thread_num, 16u);
+  EXPECT_EQ(config.server.read_timeout_ms, 5000u);
+  EXPECT_EQ(config.event_loop.ring_entries, 32768u);
+  EXPECT_TRUE(config.event_loop.sqpoll);
+  EXPECT_EQ(config.event_loop.sqpoll_idle_ms, 50u);
+  EXPECT_EQ(config.event_loop.registered_buffers_count, 16384u);
+  EXPECT_EQ(config.event_loop.registered_buffer_size, 4096u);
+  EXPECT_EQ(config.event_loop.pending_queue_capacity, 65536u);
+  EXPECT_EQ(config.log.level, LogLevel::kInfo);
+  EXPECT_EQ(config.log.file, "logs/server.log");
+  EXPECT_EQ(config.log.max_size, 104857600u);
+  EXPECT_EQ(config.log.max_files, 10u);
+  EXPECT_TRUE(config.log.async);
+  EXPECT_TRUE(config.log.console);
+  EXPECT_EQ(config.log.flush_interval_ms, 1000u);
+}
+
+TEST(Config, SpecExampleLoadsFromAFile) {
+  Config config = Config::load(write_temp_file("spec_example.conf", kSpecExample));
+  EXPECT_EQ(config.server.thread_num, 16u);
+  EXPECT_EQ(config.event_loop.ring_entries, 32768u);
+}
+
+TEST(Config, EmptyTextGivesDefaults) {
+  expect_defaults(Config::parse("", "empty.conf"));
+  expect_defaults(Config::parse("\n\n  \n# only a comment\n; another\n", "blank.conf"));
+  expect_defaults(Config::parse("[server]\n[event_loop]\n[log]\n", "headers.conf"));
+}
+
+TEST(Config, EmptyFileGivesDefaults) {
+  expect_defaults(Config::load(write_temp_file("empty.conf", "")));
+}
+
+TEST(Config, EmptyPathGivesDefaultsPlusOverrides) {
+  expect_defaults(Config::load(""));
+  Config config = Config::load("", {"server.port=9000", "log.level=debug"});
+  EXPECT_EQ(config.server.port, 9000);
+  EXPECT_EQ(config.log.level, LogLevel::kDebug);
+  EXPECT_EQ(config.event_loop, EventLoopConfig{});
+}
+
+TEST(Config, ShippedConfigLoadsWithSmallMachineDefaults) {
+  Config config = Config::load(UCP_SOURCE_DIR "/config/ucp.conf");
+  EXPECT_EQ(config.server.thread_num, 1u);
+  EXPECT_EQ(config.server.port, 8888);
+  EXPECT_EQ(config.server.protocol, "echo");
+  EXPECT_EQ(config.event_loop.ring_entries, 4096u);
+  EXPECT_FALSE(config.event_loop.sqpoll);
+  EXPECT_EQ(config.event_loop.registered_buffers_count, 0u);
+  EXPECT_TRUE(config.event_loop.multishot_recv);
+  EXPECT_TRUE(config.event_loop.defer_taskrun);
+  EXPECT_EQ(config.log.file, "logs/server.log");
+  EXPECT_TRUE(config.log.console);
+  EXPECT_EQ(config.log.level, LogLevel::kInfo);
+  // The shipped file states every default explicitly: it must agree with the code.
+  expect_defaults(config);
+}
+
+TEST(Config, ShippedConfigNamesEveryKey) {
+  std::ifstream file(UCP_SOURCE_DIR "/config/ucp.conf");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  // Each key appears once at the start of a line: a duplicate would fail to load, and a key
+  // in this list missing from the file fails here.
+  for (const char* key : {"name",
+                          "ip",
+                          "port",
+                          "thread_num",
+                          "read_timeout_ms",
+                          "protocol",
+                          "max_connections",
+                          "backlog",
+                          "reuse_port",
+                          "tcp_nodelay",
+                          "shutdown_timeout_ms",
+                          "max_output_bytes",
+                          "max_request_bytes",
+                          "ring_entries",
+                          "sqpoll",
+                          "sqpoll_idle_ms",
+                          "registered_buffers_count",
+                          "registered_buffer_size",
+                          "pending_queue_capacity",
+                          "multishot_recv",
+                          "provided_buffers_count",
+                          "provided_buffer_size",
+                          "defer_taskrun",
+                          "msg_ring_handoff",
+                          "level",
+                          "file",
+                          "max_size",
+                          "max_files",
+                          "daily",
+                          "async",
+                          "console",
+                          "flush_interval_ms",
+                          "queue_capacity",
+                          "queue_full_policy"}) {
+    std::string line = "\n";  // append(): `"lit" + std::string` trips GCC 12's -Wrestrict
+    EXPECT_NE(text.find(line.append(key).append(" = ")), std::string::npos) << key;
+  }
+}
+
+TEST(Config, EveryKeyIsSettable) {
+  Config config = Config::parse(R"ini(
+[server]
+name = Edge
+ip = 127.0.0.1
+port = 0
+thread_num = 0
+read_timeout_ms = 0
+protocol = http
+max_connections = 7
+backlog = 128
+reuse_port = yes
+tcp_nodelay = no
+shutdown_timeout_ms = 250
+max_output_bytes = 4294967296
+max_request_bytes = 8192
+[event_loop]
+ring_entries = 8
+sqpoll = on
+sqpoll_idle_ms = 0
+registered_buffers_count = 16384
+registered_buffer_size = 64
+pending_queue_capacity = 0
+multishot_recv = off
+provided_buffers_count = 1
+provided_buffer_size = 1048576
+defer_taskrun = false
+msg_ring_handoff = true
+[log]
+level = trace
+file =
+max_size = 0
+max_files = 0
+daily = true
+async = false
+console = false
+flush_interval_ms = 1
+queue_capacity = 16
+queue_full_policy = drop
+)ini",
+                                "all.conf");
+  const ServerConfig& s = config.server;
+  EXPECT_EQ(s.name, "Edge");
+  EXPECT_EQ(s.ip, "127.0.0.1");
+  EXPECT_EQ(s.port, 0);
+  EXPECT_EQ(s.thread_num, 0u);
+  EXPECT_EQ(s.read_timeout_ms, 0u);
+  EXPECT_EQ(s.protocol, "http");
+  EXPECT_EQ(s.max_connections, 7u);
+  EXPECT_EQ(s.backlog, 128u);
+  EXPECT_TRUE(s.reuse_port);
+  EXPECT_FALSE(s.tcp_nodelay);
+  EXPECT_EQ(s.shutdown_timeout_ms, 250u);
+  EXPECT_EQ(s.max_output_bytes, 4294967296u);
+  EXPECT_EQ(s.max_request_bytes, 8192u);
+  const EventLoopConfig& e = config.event_loop;
+  EXPECT_EQ(e.ring_entries, 8u);
+  EXPECT_TRUE(e.sqpoll);
+  EXPECT_EQ(e.sqpoll_idle_ms, 0u);
+  EXPECT_EQ(e.registered_buffers_count, 16384u);
+  EXPECT_EQ(e.registered_buffer_size, 64u);
+  EXPECT_EQ(e.pending_queue_capacity, 0u);
+  EXPECT_FALSE(e.multishot_recv);
+  EXPECT_EQ(e.provided_buffers_count, 1u);
+  EXPECT_EQ(e.provided_buffer_size, 1048576u);
+  EXPECT_FALSE(e.defer_taskrun);
+  EXPECT_TRUE(e.msg_ring_handoff);
+  const LogOptions& l = config.log;
+  EXPECT_EQ(l.level, LogLevel::kTrace);
+  EXPECT_EQ(l.file, "");
+  EXPECT_EQ(l.max_size, 0u);
+  EXPECT_EQ(l.max_files, 0u);
+  EXPECT_TRUE(l.daily);
+  EXPECT_FALSE(l.async);
+  EXPECT_FALSE(l.console);
+  EXPECT_EQ(l.flush_interval_ms, 1u);
+  EXPECT_EQ(l.queue_capacity, 16u);
+  EXPECT_EQ(l.queue_full_policy, QueueFullPolicy::kDrop);
+}
+
+TEST(Config, InlineCommentsEndTheValue) {
+  Config config = Config::parse(
+      "[server] ; the server\n"
+      "port = 80 ; a comment\n"
+      "thread_num = 3 # another\n"
+      "name = a b\t; inner space kept\n"
+      "[log]# no space needed after a header\n"
+      "file = logs/a#b;c.log   ; '#' and ';' inside a value stay\n"
+      "level = WARN\t# a tab before the comment is enough\n",
+      "ucp.conf");
+  EXPECT_EQ(config.server.port, 80);
+  EXPECT_EQ(config.server.thread_num, 3u);
+  EXPECT_EQ(config.server.name, "a b");
+  EXPECT_EQ(config.log.file, "logs/a#b;c.log");
+  EXPECT_EQ(config.log.level, LogLevel::kWarn);
+}
+
+TEST(Config, InlineCommentWithoutSpaceIsPartOfTheValue) {
+  EXPECT_EQ(error_of("[server]\nport = 80;x\n"),
+            "ucp.conf:2: server.port: \"80;x\" is not an unsigned integer");
+}
+
+TEST(Config, WhitespaceIsTrimmedEverywhere) {
+  Config config = Config::parse(
+      "\xEF\xBB\xBF"  // a UTF-8 byte order mark, as some editors write
+      "  [ server ]  \r\n"
+      "\tport\t=\t81\t\r\n"
+      "   name=x   \r\n"
+      "ip    =    127.0.0.1\r\n"
+      "   \t  \r\n"
+      "    ; indented comment\r\n",
+      "ucp.conf");
+  EXPECT_EQ(config.server.port, 81);
+  EXPECT_EQ(config.server.name, "x");
+  EXPECT_EQ(config.server.ip, "127.0.0.1");
+}
+
+TEST(Config, BooleansAcceptCommonSpellings) {
+  for (auto [text, value] : std::vector<std::pair<std::string, bool>>{{"true", true},
+                                                                      {"false", false},
+                                                                      {"on", true},
+                                                                      {"off", false},
+                                                                      {"yes", true},
+                                                                      {"no", false},
+                                                                      {"1", true},
+                                                                      {"0", false},
+                                                                      {"TRUE", true},
+                                                                      {"Off", false},
+                                                                      {"Yes", true}}) {
+    Config config = Config::parse("[event_loop]\nsqpoll = " + text + "\n", "ucp.conf");
+    EXPECT_EQ(config.event_loop.sqpoll, value) << text;
+  }
+  EXPECT_EQ(error_of("[event_loop]\nsqpoll = maybe\n"),
+            "ucp.conf:2: event_loop.sqpoll: \"maybe\" is not a boolean "
+            "(use true/false, on/off, yes/no or 1/0)");
+  EXPECT_EQ(error_of("[event_loop]\nsqpoll = 2\n"),
+            "ucp.conf:2: event_loop.sqpoll: \"2\" is not a boolean "
+            "(use true/false, on/off, yes/no or 1/0)");
+}
+
+TEST(Config, LogLevelsUseTheLoggerNames) {
+  for (auto [text, level] :
+       std::vector<std::pair<std::string, LogLevel>>{{"TRACE", LogLevel::kTrace},
+                                                     {"debug", LogLevel::kDebug},
+                                                     {"Info", LogLevel::kInfo},
+                                                     {"WARN", LogLevel::kWarn},
+                                                     {"ERROR", LogLevel::kError},
+                                                     {"FATAL", LogLevel::kFatal}}) {
+    EXPECT_EQ(Config::parse("[log]\nlevel = " + text, "ucp.conf").log.level, level) << text;
+  }
+}
+
+TEST(Config, SectionsMayBeReopened) {
+  Config config =
+      Config::parse("[server]\nport = 1\n[log]\nlevel = ERROR\n[server]\nname = n\n", "ucp.conf");
+  EXPECT_EQ(config.server.port, 1);
+  EXPECT_EQ(config.server.name, "n");
+}
+
+TEST(Config, LastLineWithoutNewlineIsRead) {
+  EXPECT_EQ(Config::parse("[server]\nport = 82", "ucp.conf").server.port, 82);
+}
+
+// Every error class, with its exact one-line message.
+TEST(Config, ErrorsNameFileLineKeyAndProblem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      // Structure.
+      {"[server]\n\n\n\n\n\nport = 70000\n",
+       "ucp.conf:7: server.port: 70000 is out of range [0, 65535]"},
+      {"# c\n\n[foo]\n", "ucp.conf:3: unknown section [foo]"},
+      {"[server]\n[Server]\n", "ucp.conf:2: unknown section [Server]"},
+      {"[server\n", "ucp.conf:1: missing ']' in \"[server\""},
+      {"[]\n", "ucp.conf:1: empty section name []"},
+      {"[server] port = 1\n", "ucp.conf:1: unexpected \"port = 1\" after [server]"},
+      {"[server]\nport = 1\n\n\n\n\n\n\ncolour = red\n", "ucp.conf:9: server.colour: unknown key"},
+      {"[log]\nport = 1\n", "ucp.conf:2: log.port: unknown key"},
+      {"[server]\n\n\nport 80\n", "ucp.conf:4: missing '=' in \"port 80\""},
+      {"[server]\nport 80   ; comment not shown\n", "ucp.conf:2: missing '=' in \"port 80\""},
+      {"[server]\n = 80\n", "ucp.conf:2: missing key before '=' in \"= 80\""},
+      {"port = 80\n",
+       "ucp.conf:1: port: key outside any section (put it under [server], [event_loop] or "
+       "[log])"},
+      {"[server]\n\n\n\nport = 1\n[log]\n\n\n\n\n[server]\nport = 2\n",
+       "ucp.conf:12: server.port: duplicate key (first set on line 5)"},
+      {"[server]\nport = 1\nport = 1\n",
+       "ucp.conf:3: server.port: duplicate key (first set on "
+       "line 2)"},
+      // Numbers.
+      {"[server]\nport = 12abc\n", "ucp.conf:2: server.port: \"12abc\" is not an unsigned integer"},
+      {"[server]\nport = -1\n",
+       "ucp.conf:2: server.port: \"-1\" is negative (expected an integer in [0, 65535])"},
+      {"[server]\nport = +1\n", "ucp.conf:2: server.port: \"+1\" is not an unsigned integer"},
+      {"[server]\nport = 0x50\n", "ucp.conf:2: server.port: \"0x50\" is not an unsigned integer"},
+      {"[server]\nport = 8 0\n", "ucp.conf:2: server.port: \"8 0\" is not an unsigned integer"},
+      {"[server]\nport =\n",
+       "ucp.conf:2: server.port: empty value (expected an integer in [0, 65535])"},
+      {"[server]\nport = 99999999999999999999999\n",
+       "ucp.conf:2: server.port: 99999999999999999999999 is out of range [0, 65535]"},
+      {"[log]\nmax_size = 18446744073709551616\n",
+       "ucp.conf:2: log.max_size: 18446744073709551616 is out of range [0, 1099511627776]"},
+      {"[server]\nthread_num = 1025\n",
+       "ucp.conf:2: server.thread_num: 1025 is out of range [0, 1024]"},
+      {"[server]\nread_timeout_ms = 86400001\n",
+       "ucp.conf:2: server.read_timeout_ms: 86400001 is out of range [0, 86400000]"},
+      {"[server]\nmax_connections = 0\n",
+       "ucp.conf:2: server.max_connections: 0 is out of range [1, 16777216]"},
+      {"[event_loop]\nring_entries = 1000\n",
+       "ucp.conf:2: event_loop.ring_entries: 1000 is not a power of two (nearest: 512 or 1024)"},
+      {"[event_loop]\nring_entries = 4\n",
+       "ucp.conf:2: event_loop.ring_entries: 4 is out of range [8, 32768]"},
+      {"[event_loop]\nring_entries = 65536\n",
+       "ucp.conf:2: event_loop.ring_entries: 65536 is out of range [8, 32768]"},
+      {"[event_loop]\nprovided_buffers_count = 3\n",
+       "ucp.conf:2: event_loop.provided_buffers_count: 3 is not a power of two (nearest: 2 or "
+       "4)"},
+      {"[event_loop]\nsqpoll_idle_ms = 60001\n",
+       "ucp.conf:2: event_loop.sqpoll_idle_ms: 60001 is out of range [0, 60000]"},
+      {"[event_loop]\nregistered_buffers_count = 16385\n",
+       "ucp.conf:2: event_loop.registered_buffers_count: 16385 is out of range [0, 16384]"},
+      {"[event_loop]\nregistered_buffer_size = 63\n",
+       "ucp.conf:2: event_loop.registered_buffer_size: 63 is out of range [64, 1048576]"},
+      {"[event_loop]\nprovided_buffer_size = 1048577\n",
+       "ucp.conf:2: event_loop.provided_buffer_size: 1048577 is out of range [64, 1048576]"},
+      {"[event_loop]\npending_queue_capacity = 16777217\n",
+       "ucp.conf:2: event_loop.pending_queue_capacity: 16777217 is out of range [0, 16777216]"},
+      {"[log]\nmax_files = 1001\n", "ucp.conf:2: log.max_files: 1001 is out of range [0, 1000]"},
+      {"[log]\nflush_interval_ms = 0\n",
+       "ucp.conf:2: log.flush_interval_ms: 0 is out of range [1, 60000]"},
+      {"[log]\nqueue_capacity = 15\n",
+       "ucp.conf:2: log.queue_capacity: 15 is out of range [16, 16777216]"},
+      // Words.
+      {"[server]\nprotocol = ftp\n",
+       "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo or http)"},
+      {"[server]\nprotocol = HTTP\n",
+       "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo or http)"},
+      {"[log]\nqueue_full_policy = wait\n",
+       "ucp.conf:2: log.queue_full_policy: \"wait\" is not a policy (use block or drop)"},
+      {"[log]\nlevel = VERBOSE\n",
+       "ucp.conf:2: log.level: \"VERBOSE\" is not a log level (use TRACE, DEBUG, INFO, WARN, "
+       "ERROR or FATAL)"},
+      {"[server]\nip = 1.2.3\n",
+       "ucp.conf:2: server.ip: \"1.2.3\" is not an IPv4 address (e.g. 0.0.0.0 or 127.0.0.1)"},
+      {"[server]\nip = ::1\n",
+       "ucp.conf:2: server.ip: \"::1\" is not an IPv4 address (e.g. 0.0.0.0 or 127.0.0.1)"},
+      {"[server]\nip = localhost\n",
+       "ucp.conf:2: server.ip: \"localhost\" is not an IPv4 address (e.g. 0.0.0.0 or "
+       "127.0.0.1)"},
+      {"[server]\nip =\n",
+       "ucp.conf:2: server.ip: empty value (expected an IPv4 address such as 0.0.0.0)"},
+      {"[server]\nname = ; nothing\n", "ucp.conf:2: server.name: empty value"},
+  };
+  for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
+}
+
+TEST(Config, FirstErrorWins) {
+  EXPECT_EQ(error_of("[server]\nport = x\n[foo]\n"),
+            "ucp.conf:2: server.port: \"x\" is not an unsigned integer");
+}
+
+TEST(Config, MissingFileCannotBeOpened) {
+  std::string path = testing::TempDir() + "does-not-exist.conf";
+  EXPECT_EQ(load_error(path), path + ": cannot open: No such file or directory");
+}
+
+TEST(Config, DirectoryCannotBeRead) {
+  std::string path = testing::TempDir();
+  EXPECT_EQ(load_error(path).rfind(path + ": cannot "), 0u) << load_error(path);
+}
+
+TEST(Config, FileErrorsNameThePath) {
+  std::string path = write_temp_file("bad.conf", "[server]\nport = 70000\n");
+  EXPECT_EQ(load_error(path), path + ":2: server.port: 70000 is out of range [0, 65535]");
+}
+
+TEST(Config, OverridesWinOverTheFile) {
+  std::string path = write_temp_file("overridden.conf", "[server]\nport = 80\nthread_num = 2\n");
+  Config config = Config::load(path, {"server.port=90", " log.level = error ", "server.port=91",
+                                      "event_loop.sqpoll=on", "log.file="});
+  EXPECT_EQ(config.server.port, 91);  // repeated overrides: the last wins
+  EXPECT_EQ(config.server.thread_num, 2u);
+  EXPECT_EQ(config.log.level, LogLevel::kError);
+  EXPECT_TRUE(config.event_loop.sqpoll);
+  EXPECT_EQ(config.log.file, "");
+}
+
+TEST(Config, OverrideValuesAreTakenLiterally) {
+  Config config = Config::parse("", "ucp.conf", {"server.name=a ; b", "log.file=x=y"});
+  EXPECT_EQ(config.server.name, "a ; b");
+  EXPECT_EQ(config.log.file, "x=y");
+}
+
+TEST(Config, OverridesAreValidatedLikeTheFile) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"server.port=70000"}, "--set:1: server.port: 70000 is out of range [0, 65535]"},
+      {{"server.port=1", "server.port=12abc"},
+       "--set:2: server.port: \"12abc\" is not an unsigned integer"},
+      {{"server.port"}, "--set:1: missing '=' in \"server.port\""},
+      {{"port=80"}, "--set:1: missing section in \"port=80\" (expected section.key=value)"},
+      {{"log.level=INFO", "foo.bar=1"}, "--set:2: unknown section [foo]"},
+      {{"server.colour=red"}, "--set:1: server.colour: unknown key"},
+      {{"event_loop.ring_entries=100"},
+       "--set:1: event_loop.ring_entries: 100 is not a power of two (nearest: 64 or 128)"},
+      {{"log.async=perhaps"},
+       "--set:1: log.async: \"perhaps\" is not a boolean (use true/false, on/off, yes/no or "
+       "1/0)"},
+  };
+  for (const auto& [overrides, message] : cases) {
+    EXPECT_EQ(error_of("[server]\nport = 80\n", overrides), message) << overrides.back();
+  }
+}
+
+TEST(Config, FileErrorsComeBeforeOverrideErrors) {
+  EXPECT_EQ(error_of("[foo]\n", {"bad"}), "ucp.conf:1: unknown section [foo]");
+}
+
+}  // namespace
+}  // namespace ucp
