@@ -1,0 +1,155 @@
+#pragma once
+// EventLoop: one thread's proactor. It owns one io_uring; coroutines prepare SQEs through
+// the awaiters of io/Operations.h, and each loop iteration is:
+//
+//   run posted tasks -> submit every SQE of this iteration in ONE io_uring_enter (and wait
+//   if there is nothing to do) -> drain all CQEs in a batch -> resume their coroutines
+//
+// Other threads reach the loop only through `post` (a lock-free MpscQueue plus an eventfd
+// whose read is armed on the ring; wake-ups are coalesced) and `stop`.
+//
+// Ownership: the loop owns the coroutines started with `spawn`. When `run` returns it has
+// cancelled every in-flight operation and reaped every CQE, so no buffer or frame is freed
+// under the kernel; frames still suspended on something else are destroyed with the loop.
+//
+// io_uring specifics stay in io/ (the ring wrapper and the awaiters), so a second backend
+// can complete the same operations without touching connection or user code.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ucp/base/MpscQueue.h"
+#include "ucp/base/Result.h"
+#include "ucp/base/UniqueFd.h"
+#include "ucp/base/UniqueFunction.h"
+#include "ucp/coro/SpawnGroup.h"
+#include "ucp/coro/Task.h"
+#include "ucp/io/IoContext.h"
+
+namespace ucp {
+
+namespace io {
+class IoUring;
+class BufferRing;
+}  // namespace io
+
+/// Ring set-up knobs (the [event_loop] config section maps onto these).
+struct LoopOptions {
+  uint32_t ring_entries = 4096;             // SQ size; the CQ gets 4x (at least 2x)
+  bool sqpoll = false;                      // IORING_SETUP_SQPOLL
+  uint32_t sqpoll_idle_ms = 50;
+  int attach_wq_fd = -1;                    // share this ring's SQPOLL thread/workers
+  uint32_t pending_queue_capacity = 65536;  // SQEs waiting while the SQ is full
+  bool defer_taskrun = true;                // SINGLE_ISSUER + DEFER_TASKRUN when available
+  uint32_t provided_buffers_count = 0;      // provided buffer ring for multishot recv; 0 = none
+  uint32_t provided_buffer_size = 4096;
+  uint32_t registered_buffers_count = 0;    // fixed buffers registered with the ring; 0 = none
+  uint32_t registered_buffer_size = 4096;
+};
+
+/// What the running kernel gave us (probed at start, not guessed from its version).
+struct IoFeatures {
+  bool single_issuer = false;
+  bool defer_taskrun = false;
+  bool coop_taskrun = false;
+  bool sqpoll = false;
+  bool nodrop = false;            // IORING_FEAT_NODROP: CQ overflow is queued, not lost
+  bool multishot_accept = false;  // 5.19
+  bool multishot_recv = false;    // 6.0
+  bool cancel_fd = false;         // IORING_ASYNC_CANCEL_FD/ALL, 5.19
+  bool msg_ring = false;          // IORING_OP_MSG_RING, 5.18
+  bool send_zc = false;           // IORING_OP_SEND_ZC, 6.0
+  bool provided_buffer_ring = false;
+  bool registered_buffers = false;
+  std::string describe() const;
+};
+
+struct IoStats {
+  uint64_t submit_calls = 0;   // io_uring_enter calls made to submit and/or wait
+  uint64_t sqes_submitted = 0;
+  uint64_t cq_overflows = 0;   // times the kernel had to queue CQEs in its overflow list
+  uint64_t sq_full_deferrals = 0;  // SQEs that went through the pending queue
+  uint64_t pending_rejections = 0; // operations refused because the pending queue was full
+  uint64_t ebusy_retries = 0;
+};
+
+class EventLoop {
+ public:
+  /// Sets up the ring. The error's message() is raw; describe_setup_error() explains it.
+  /// `warnings` receives one line per optional feature that was asked for but not given.
+  static Result<std::unique_ptr<EventLoop>> create(const LoopOptions& options,
+                                                   std::string* warnings = nullptr);
+  /// One line that says what a create() failure means (seccomp, sysctl, memlock...).
+  static std::string describe_setup_error(std::error_code error, const LoopOptions& options);
+
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+  ~EventLoop();
+
+  /// Runs on the calling thread until stop(); then cancels and reaps everything in flight.
+  void run();
+  /// Any thread. The loop finishes its current iteration, then shuts down as run() says.
+  void stop() noexcept;
+  /// Any thread. Runs `task` on the loop thread, in posting order per posting thread.
+  void post(UniqueFunction<void()> task);
+  /// Loop thread. Starts `task` now; the loop owns it until it finishes.
+  void spawn(Task<> task) { spawned_.spawn(std::move(task)); }
+
+  bool in_loop_thread() const noexcept;
+  /// True once run() is tearing down: new operations then complete with ECANCELED.
+  bool io_closed() const noexcept { return io_shut_down_; }
+  bool stopping() const noexcept { return stop_requested_.load(std::memory_order_relaxed); }
+  const IoFeatures& features() const noexcept;
+  const IoStats& stats() const noexcept;
+  const LoopOptions& options() const noexcept { return options_; }
+  size_t spawned_count() const noexcept { return spawned_.size(); }
+  uint64_t in_flight() const noexcept;
+  int ring_fd() const noexcept;
+  uint64_t wakeups_written() const noexcept {
+    return wakeups_written_.load(std::memory_order_relaxed);
+  }
+
+  // For awaiters and io/ internals.
+  io::IoUring& ring() noexcept { return *ring_; }
+  io::BufferRing* buffer_ring() noexcept { return buffer_ring_.get(); }
+  /// Queues a resumption for this iteration (awaiters that complete without the kernel).
+  void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
+
+ private:
+  explicit EventLoop(const LoopOptions& options);
+  void run_once();
+  void run_posted();
+  void resume_ready();
+  void arm_wakeup();
+  void shutdown_io() noexcept;
+  static std::coroutine_handle<> on_wakeup(IoContext& context, int32_t res,
+                                           uint32_t flags) noexcept;
+
+  LoopOptions options_;
+  std::unique_ptr<io::IoUring> ring_;
+  std::unique_ptr<io::BufferRing> buffer_ring_;
+  struct WakeContext : IoContext {
+    EventLoop* loop = nullptr;
+  };
+  UniqueFd wake_fd_;  // blocking on purpose: io_uring then waits on it instead of EAGAIN
+  WakeContext wake_context_;
+  uint64_t wake_value_ = 0;
+  bool wake_armed_ = false;
+  MpscQueue<UniqueFunction<void()>> posted_;
+  // true while the loop is awake or a wake-up is on its way: posters then skip the write.
+  alignas(64) std::atomic<bool> wake_pending_{true};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<uint64_t> wakeups_written_{0};
+  std::atomic<std::thread::id> thread_id_{};
+  std::vector<std::coroutine_handle<>> ready_;
+  std::vector<std::coroutine_handle<>> resuming_;
+  SpawnGroup spawned_;
+  bool io_shut_down_ = false;
+  bool enabled_ = false;
+};
+
+}  // namespace ucp

@@ -1,0 +1,220 @@
+#pragma once
+// Awaitable io_uring operations. Each awaiter is one in-flight operation: it lives in the
+// awaiting coroutine's frame, its IoContext is the SQE's user_data, and the CQE resumes
+// exactly that coroutine. `await_suspend` only prepares SQEs; the loop submits the whole
+// iteration's batch with one io_uring_enter.
+//
+// Errors are values: every awaiter returns Result<...>, with -errno from the CQE turned
+// into std::error_code in one place. Special cases:
+//   - recv with a timeout: both CQEs (recv and its IORING_OP_LINK_TIMEOUT) are awaited in
+//     either order before resuming, so no CQE can ever reach a dead frame; a timeout reads
+//     as std::errc::timed_out, a cancel as std::errc::operation_canceled, and data that
+//     arrives as the timer fires is returned, never lost (IO_URING_PITFALLS #19).
+//   - a zero-length recv is refused (EINVAL) instead of submitted: 0 means EOF only (#20).
+//   - when the SQ and the pending queue are both full: resource_unavailable_try_again.
+//   - once the loop is shutting down: operation_canceled without touching the kernel.
+//
+// Thread contract: the loop's own thread only.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "ucp/base/Result.h"
+#include "ucp/base/UniqueFd.h"
+#include "ucp/io/EventLoop.h"
+#include "ucp/io/IoContext.h"
+
+namespace ucp::io {
+
+/// Layout of the kernel's __kernel_timespec, so this header needs no <liburing.h>.
+struct KernelTimespec {
+  int64_t tv_sec = 0;
+  long long tv_nsec = 0;
+  static KernelTimespec from_ms(uint64_t ms) noexcept {
+    return {static_cast<int64_t>(ms / 1000), static_cast<long long>(ms % 1000) * 1000000LL};
+  }
+};
+
+class Operation {
+ public:
+  explicit Operation(EventLoop& loop) noexcept : loop_(loop) {}
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+  bool await_ready() const noexcept { return false; }
+
+ protected:
+  EventLoop& loop_;
+  IoContext context_;
+};
+
+/// An operation with an IORING_OP_LINK_TIMEOUT linked to it: resumes after both CQEs.
+class LinkedTimeoutOperation : public Operation {
+ public:
+  LinkedTimeoutOperation(EventLoop& loop, uint32_t timeout_ms) noexcept;
+
+ protected:
+  struct Part : IoContext {
+    LinkedTimeoutOperation* owner = nullptr;
+  };
+  static std::coroutine_handle<> on_part(IoContext& part, int32_t res, uint32_t flags) noexcept;
+  /// The operation's result, refined by what the timer said.
+  int32_t combined_result() const noexcept;
+
+  KernelTimespec timeout_;
+  uint32_t timeout_ms_;
+  Part op_;
+  Part timer_;
+  int remaining_ = 0;
+  std::coroutine_handle<> waiter_;
+};
+
+class RecvOp : public LinkedTimeoutOperation {
+ public:
+  RecvOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint32_t timeout_ms) noexcept
+      : LinkedTimeoutOperation(loop, timeout_ms), fd_(fd), buffer_(buffer) {}
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<size_t> await_resume() const noexcept;
+
+ private:
+  int fd_;
+  std::span<std::byte> buffer_;
+};
+
+class SendOp : public Operation {
+ public:
+  SendOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept
+      : Operation(loop), fd_(fd), data_(data) {}
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<size_t> await_resume() const noexcept { return bytes_from_cqe(context_.result); }
+
+ private:
+  int fd_;
+  std::span<const std::byte> data_;
+};
+
+class ReadOp : public Operation {  // files and pipes: IORING_OP_READ at `offset` (-1: current)
+ public:
+  ReadOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint64_t offset) noexcept
+      : Operation(loop), fd_(fd), buffer_(buffer), offset_(offset) {}
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<size_t> await_resume() const noexcept { return bytes_from_cqe(context_.result); }
+
+ private:
+  int fd_;
+  std::span<std::byte> buffer_;
+  uint64_t offset_;
+};
+
+class WriteOp : public Operation {
+ public:
+  WriteOp(EventLoop& loop, int fd, std::span<const std::byte> data, uint64_t offset) noexcept
+      : Operation(loop), fd_(fd), data_(data), offset_(offset) {}
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<size_t> await_resume() const noexcept { return bytes_from_cqe(context_.result); }
+
+ private:
+  int fd_;
+  std::span<const std::byte> data_;
+  uint64_t offset_;
+};
+
+struct Accepted {
+  UniqueFd fd;
+  sockaddr_storage peer{};
+};
+
+class AcceptOp : public Operation {
+ public:
+  AcceptOp(EventLoop& loop, int listen_fd) noexcept : Operation(loop), listen_fd_(listen_fd) {}
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<Accepted> await_resume() noexcept;
+
+ private:
+  int listen_fd_;
+  sockaddr_storage peer_{};
+  socklen_t peer_len_ = sizeof(sockaddr_storage);
+};
+
+class ConnectOp : public Operation {
+ public:
+  ConnectOp(EventLoop& loop, int fd, const sockaddr* address, socklen_t length) noexcept;
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<void> await_resume() const noexcept { return void_from_cqe(context_.result); }
+
+ private:
+  int fd_;
+  sockaddr_storage address_{};
+  socklen_t length_;
+};
+
+class CloseOp : public Operation {
+ public:
+  CloseOp(EventLoop& loop, int fd) noexcept : Operation(loop), fd_(fd) {}
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<void> await_resume() const noexcept { return void_from_cqe(context_.result); }
+
+ private:
+  int fd_;
+};
+
+/// Cancels every operation in flight on `fd` (IORING_ASYNC_CANCEL_FD | ALL); the value is
+/// how many were found. Their own CQEs still arrive, each to its own awaiter.
+class CancelFdOp : public Operation {
+ public:
+  CancelFdOp(EventLoop& loop, int fd) noexcept : Operation(loop), fd_(fd) {}
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<size_t> await_resume() const noexcept;
+
+ private:
+  int fd_;
+};
+
+/// IORING_OP_TIMEOUT: completes after `ms`.
+class SleepOp : public Operation {
+ public:
+  SleepOp(EventLoop& loop, uint64_t ms) noexcept
+      : Operation(loop), timeout_(KernelTimespec::from_ms(ms)) {}
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<void> await_resume() const noexcept;
+
+ private:
+  KernelTimespec timeout_;
+};
+
+/// Reads into `buffer`; with `timeout_ms` > 0 an IORING_OP_LINK_TIMEOUT bounds the wait.
+inline RecvOp recv(EventLoop& loop, int fd, std::span<std::byte> buffer,
+                   uint32_t timeout_ms = 0) noexcept {
+  return RecvOp(loop, fd, buffer, timeout_ms);
+}
+/// One send(2) with MSG_NOSIGNAL (may be short; see TcpConnection::write_all).
+inline SendOp send(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept {
+  return SendOp(loop, fd, data);
+}
+inline ReadOp read(EventLoop& loop, int fd, std::span<std::byte> buffer,
+                   uint64_t offset = ~uint64_t{0}) noexcept {
+  return ReadOp(loop, fd, buffer, offset);
+}
+inline WriteOp write(EventLoop& loop, int fd, std::span<const std::byte> data,
+                     uint64_t offset = ~uint64_t{0}) noexcept {
+  return WriteOp(loop, fd, data, offset);
+}
+inline AcceptOp accept(EventLoop& loop, int listen_fd) noexcept {
+  return AcceptOp(loop, listen_fd);
+}
+inline ConnectOp connect(EventLoop& loop, int fd, const sockaddr* address,
+                         socklen_t length) noexcept {
+  return ConnectOp(loop, fd, address, length);
+}
+inline CloseOp close(EventLoop& loop, int fd) noexcept { return CloseOp(loop, fd); }
+inline CancelFdOp cancel_fd(EventLoop& loop, int fd) noexcept { return CancelFdOp(loop, fd); }
+inline SleepOp sleep_for(EventLoop& loop, std::chrono::milliseconds duration) noexcept {
+  return SleepOp(loop, static_cast<uint64_t>(duration.count()));
+}
+
+}  // namespace ucp::io

@@ -1,0 +1,52 @@
+#pragma once
+// BufferRing: a provided-buffer ring (IORING_REGISTER_PBUF_RING) that multishot receives
+// pick buffers from, so idle connections hold no receive buffer (IO_URING_PITFALLS #5, #6).
+// Debian 12's liburing 2.3 lacks io_uring_setup_buf_ring, so the ring is mmap'ed and
+// registered here. Pinned; unregistered and unmapped in reverse order on destruction.
+//
+// Thread contract: the owning loop's thread only.
+
+#include <liburing.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "ucp/base/Result.h"
+
+namespace ucp::io {
+
+class BufferRing {
+ public:
+  /// `count` is rounded up to a power of two (the kernel requires it).
+  static Result<std::unique_ptr<BufferRing>> create(io_uring& ring, uint32_t count,
+                                                    uint32_t buffer_size, uint16_t group_id);
+  BufferRing(const BufferRing&) = delete;
+  BufferRing& operator=(const BufferRing&) = delete;
+  ~BufferRing();
+
+  uint16_t group_id() const noexcept { return group_id_; }
+  uint32_t buffer_size() const noexcept { return buffer_size_; }
+  uint32_t count() const noexcept { return count_; }
+  std::byte* buffer(uint16_t id) noexcept { return storage_.get() + size_t{id} * buffer_size_; }
+  /// Gives buffer `id` back to the kernel. Every buffer a CQE hands out must come back
+  /// through here, on every path (data consumed, connection closed, error).
+  void recycle(uint16_t id) noexcept;
+  /// Buffers currently held by the application (handed out, not yet recycled).
+  uint32_t held() const noexcept { return held_; }
+  void note_taken() noexcept { ++held_; }
+
+ private:
+  BufferRing() = default;
+
+  io_uring* ring_ = nullptr;
+  io_uring_buf_ring* buf_ring_ = nullptr;
+  size_t mapped_bytes_ = 0;
+  std::unique_ptr<std::byte[]> storage_;
+  uint32_t count_ = 0;
+  uint32_t buffer_size_ = 0;
+  uint16_t group_id_ = 0;
+  uint32_t held_ = 0;
+};
+
+}  // namespace ucp::io

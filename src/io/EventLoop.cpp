@@ -1,0 +1,214 @@
+#include "ucp/io/EventLoop.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "BufferRing.h"
+#include "IoUring.h"
+#include "ucp/log/Logger.h"
+
+namespace ucp {
+
+namespace {
+
+void log_spawned_exception(std::exception_ptr error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    LOG_ERROR("a spawned coroutine ended with an exception: {}", e.what());
+  } catch (...) {
+    LOG_ERROR("a spawned coroutine ended with a non-standard exception");
+  }
+}
+
+}  // namespace
+
+std::string IoFeatures::describe() const {
+  std::string out;
+  auto add = [&out](const char* name, bool on) {
+    if (!out.empty()) out += ' ';
+    out += name;
+    out += on ? "=on" : "=off";
+  };
+  add("single_issuer", single_issuer);
+  add("defer_taskrun", defer_taskrun);
+  add("coop_taskrun", coop_taskrun);
+  add("sqpoll", sqpoll);
+  add("nodrop", nodrop);
+  add("multishot_accept", multishot_accept);
+  add("multishot_recv", multishot_recv);
+  add("provided_buffer_ring", provided_buffer_ring);
+  add("registered_buffers", registered_buffers);
+  add("cancel_fd", cancel_fd);
+  add("msg_ring", msg_ring);
+  add("send_zc", send_zc);
+  return out;
+}
+
+EventLoop::EventLoop(const LoopOptions& options)
+    : options_(options), spawned_(&log_spawned_exception) {}
+
+Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
+                                                     std::string* warnings) {
+  std::string notes;
+  auto ring = io::IoUring::create(options, notes);
+  if (!ring) return Unexpected{ring.error()};
+  std::unique_ptr<EventLoop> loop(new EventLoop(options));
+  loop->ring_ = std::move(*ring);
+
+  int fd = ::eventfd(0, EFD_CLOEXEC);
+  if (fd < 0) return Unexpected{error_from_errno(errno)};
+  loop->wake_fd_ = UniqueFd(fd);
+
+  if (options.provided_buffers_count > 0) {
+    if (!loop->ring_->features().multishot_recv) {
+      notes += "multishot_recv: the kernel lacks multishot receive (6.0+); using one recv per "
+               "read\n";
+    } else {
+      auto buffers = io::BufferRing::create(*loop->ring_->raw(), options.provided_buffers_count,
+                                            options.provided_buffer_size, 0);
+      if (buffers) {
+        loop->buffer_ring_ = std::move(*buffers);
+        const_cast<IoFeatures&>(loop->ring_->features()).provided_buffer_ring = true;
+      } else {
+        notes += "multishot_recv: cannot register a provided buffer ring (" +
+                 buffers.error().message() + "); using one recv per read\n";
+      }
+    }
+  }
+  if (warnings) *warnings += notes;
+  return loop;
+}
+
+std::string EventLoop::describe_setup_error(std::error_code error, const LoopOptions& options) {
+  return io::describe_setup_error(error, options);
+}
+
+EventLoop::~EventLoop() {
+  // A loop that never ran has submitted nothing: its suspended frames can go at once.
+  // (One that ran has already cancelled and reaped everything at the end of run().)
+  spawned_.destroy_all();
+}
+
+const IoFeatures& EventLoop::features() const noexcept { return ring_->features(); }
+const IoStats& EventLoop::stats() const noexcept { return ring_->stats(); }
+uint64_t EventLoop::in_flight() const noexcept { return ring_->in_flight(); }
+int EventLoop::ring_fd() const noexcept { return ring_->ring_fd(); }
+
+bool EventLoop::in_loop_thread() const noexcept {
+  return thread_id_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+}
+
+void EventLoop::post(UniqueFunction<void()> task) {
+  posted_.push(std::move(task));
+  // Coalesced wake-up: only the poster that flips the latch writes the eventfd.
+  if (!wake_pending_.exchange(true, std::memory_order_seq_cst)) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
+    wakeups_written_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void EventLoop::stop() noexcept {
+  stop_requested_.store(true, std::memory_order_seq_cst);
+  if (!wake_pending_.exchange(true, std::memory_order_seq_cst)) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
+  }
+}
+
+std::coroutine_handle<> EventLoop::on_wakeup(IoContext& context, int32_t, uint32_t) noexcept {
+  static_cast<WakeContext&>(context).loop->wake_armed_ = false;
+  return {};
+}
+
+void EventLoop::arm_wakeup() {
+  if (wake_armed_ || io_shut_down_) return;
+  io_uring_sqe* sqe;
+  if (!ring_->acquire(&sqe, 1)) return;  // retried next iteration
+  io_uring_prep_read(sqe, wake_fd_.get(), &wake_value_, sizeof wake_value_, 0);
+  wake_context_.on_cqe = &on_wakeup;
+  wake_context_.loop = this;
+  io_uring_sqe_set_data(sqe, &wake_context_);
+  wake_armed_ = true;
+}
+
+void EventLoop::run() {
+  thread_id_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  if (!enabled_) {
+    if (auto enabled = ring_->enable(); !enabled) {
+      LOG_ERROR("cannot enable the io_uring on its loop thread: {}", enabled.error().message());
+      return;
+    }
+    enabled_ = true;
+  }
+  while (!stop_requested_.load(std::memory_order_relaxed)) run_once();
+  shutdown_io();
+}
+
+void EventLoop::run_once() {
+  run_posted();
+  arm_wakeup();
+  bool may_block = ready_.empty();
+  if (may_block) {
+    // About to sleep: open the latch, then look again (pairs with post()'s exchange).
+    wake_pending_.store(false, std::memory_order_seq_cst);
+    if (posted_.maybe_nonempty() || stop_requested_.load(std::memory_order_seq_cst)) {
+      may_block = false;
+    }
+  }
+  ring_->submit_and_wait(may_block ? 1 : 0);
+  wake_pending_.store(true, std::memory_order_relaxed);
+  ring_->drain([this](IoContext* context, int32_t res, uint32_t flags) {
+    if (context == nullptr) return;  // linked timeouts, cancels, fire-and-forget closes
+    if (auto next = context->on_cqe(*context, res, flags)) ready_.push_back(next);
+  });
+  resume_ready();
+}
+
+void EventLoop::resume_ready() {
+  // Resume after the CQ walk: a coroutine may prepare SQEs, finish, or free its context.
+  while (!ready_.empty()) {
+    resuming_.swap(ready_);
+    for (auto coroutine : resuming_) coroutine.resume();
+    resuming_.clear();
+  }
+}
+
+void EventLoop::run_posted() {
+  while (auto task = posted_.pop()) (*task)();
+}
+
+void EventLoop::shutdown_io() noexcept {
+  if (io_shut_down_) return;
+  io_shut_down_ = true;  // from here, new operations complete at once with ECANCELED
+  // Run what was posted before stop (a hand-off must still close its fd), then cancel
+  // every operation in flight and reap until the kernel holds nothing of ours
+  // (IO_URING_PITFALLS #17: never free a buffer or frame under an in-flight SQE).
+  run_posted();
+  for (int round = 0; round < 1000 && ring_->in_flight() > 0; ++round) {
+    io_uring_sqe* sqe;
+    if (round % 50 == 0 && ring_->acquire(&sqe, 1)) {
+      io_uring_prep_cancel(sqe, nullptr, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
+      io_uring_sqe_set_data(sqe, nullptr);
+    }
+    ring_->submit_and_wait(1, /*timeout_ms=*/10);
+    ring_->drain([this](IoContext* context, int32_t res, uint32_t flags) {
+      if (context == nullptr) return;
+      if (auto next = context->on_cqe(*context, res, flags)) ready_.push_back(next);
+    });
+    resume_ready();
+    run_posted();
+  }
+  if (ring_->in_flight() > 0) {
+    LOG_ERROR("event loop stopped with {} operations still in flight", ring_->in_flight());
+  }
+  // Coroutines still suspended wait on nothing the kernel holds: destroy them now.
+  spawned_.destroy_all();
+  run_posted();
+}
+
+}  // namespace ucp

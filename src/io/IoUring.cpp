@@ -1,0 +1,215 @@
+#include "IoUring.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "ucp/log/Logger.h"
+
+namespace ucp::io {
+namespace {
+
+int try_setup(unsigned entries, io_uring_params& params, io_uring& ring) {
+  return io_uring_queue_init_params(entries, &ring, &params);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options,
+                                                 std::string& warnings) {
+  std::unique_ptr<IoUring> self(new IoUring);
+  unsigned entries = std::max(options.ring_entries, 2u);
+
+  // Flags are only detectable by trying (EINVAL): start with everything asked for, then
+  // drop the optional ones in order of how much they are worth (IO_URING_PITFALLS #2).
+  unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP | IORING_SETUP_SUBMIT_ALL |
+                  IORING_SETUP_R_DISABLED;  // enabled on the loop thread: SINGLE_ISSUER owner
+  bool want_sqpoll = options.sqpoll;
+  bool want_defer = options.defer_taskrun && !want_sqpoll;  // DEFER_TASKRUN excludes SQPOLL
+  struct Attempt {
+    unsigned flags;
+    bool defer, single, coop;
+  };
+  std::vector<Attempt> attempts;
+  if (want_defer) {
+    attempts.push_back(
+        {IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, true, true, false});
+  }
+  attempts.push_back({IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN, false, true, true});
+  attempts.push_back({IORING_SETUP_COOP_TASKRUN, false, false, true});
+  attempts.push_back({0, false, false, false});
+
+  int last_error = 0;
+  for (int sqpoll_pass = 0; sqpoll_pass < 2 && !self->initialized_; ++sqpoll_pass) {
+    bool sqpoll = want_sqpoll && sqpoll_pass == 0;
+    if (want_sqpoll && !sqpoll) {
+      warnings += "sqpoll: the kernel refused IORING_SETUP_SQPOLL (" +
+                  std::string(std::strerror(last_error)) +
+                  "; it needs CAP_SYS_NICE before 5.13); running without it\n";
+    }
+    for (const Attempt& attempt : attempts) {
+      io_uring_params params{};
+      params.flags = base | attempt.flags;
+      params.cq_entries = entries * 4;  // CQ >= 2x SQ (PITFALLS #9); multishot adds CQEs
+      if (sqpoll) {
+        params.flags |= IORING_SETUP_SQPOLL;
+        params.sq_thread_idle = options.sqpoll_idle_ms;
+        if (options.attach_wq_fd >= 0) {
+          params.flags |= IORING_SETUP_ATTACH_WQ;
+          params.wq_fd = static_cast<uint32_t>(options.attach_wq_fd);
+        }
+      }
+      int ret = try_setup(entries, params, self->ring_);
+      if (ret == 0) {
+        self->initialized_ = true;
+        auto& f = self->features_;
+        f.defer_taskrun = attempt.defer;
+        f.single_issuer = attempt.single;
+        f.coop_taskrun = attempt.coop;
+        f.sqpoll = sqpoll;
+        f.nodrop = params.features & IORING_FEAT_NODROP;
+        break;
+      }
+      last_error = -ret;
+      if (ret != -EINVAL) break;  // EPERM/ENOSYS/ENOMEM are not about flags
+    }
+    if (!self->initialized_ && !(want_sqpoll && sqpoll && last_error == EPERM)) break;
+  }
+  if (!self->initialized_) return Unexpected{error_from_errno(last_error)};
+  if (options.defer_taskrun && !want_sqpoll && !self->features_.defer_taskrun) {
+    warnings += "defer_taskrun: the kernel lacks IORING_SETUP_DEFER_TASKRUN (6.1+); using "
+                "COOP_TASKRUN\n";
+  }
+
+  if (io_uring_probe* probe = io_uring_get_probe_ring(&self->ring_)) {
+    auto& f = self->features_;
+    // Opcodes stand in for the features that arrived in the same kernel release.
+    bool has_socket = io_uring_opcode_supported(probe, IORING_OP_SOCKET);  // 5.19
+    f.multishot_accept = has_socket;
+    f.cancel_fd = has_socket;
+    f.msg_ring = io_uring_opcode_supported(probe, IORING_OP_MSG_RING);
+    f.send_zc = io_uring_opcode_supported(probe, IORING_OP_SEND_ZC);  // 6.0
+    f.multishot_recv = f.send_zc;
+    io_uring_free_probe(probe);
+  }
+  self->pending_capacity_ = options.pending_queue_capacity;
+  return self;
+}
+
+IoUring::~IoUring() {
+  if (initialized_) io_uring_queue_exit(&ring_);
+}
+
+Result<void> IoUring::enable() {
+  // liburing 2.3 declares io_uring_enable_rings but does not export it: call the kernel.
+  long ret = ::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS,
+                       nullptr, 0);
+  if (ret < 0) return Unexpected{error_from_errno(errno)};
+  return {};
+}
+
+bool IoUring::acquire(io_uring_sqe** out, unsigned n) {
+  // Order matters (a linked chain, or a send queued behind another): once anything waits
+  // in the pending queue, later SQEs wait behind it.
+  if (pending_.empty() && io_uring_sq_space_left(&ring_) >= n) {
+    for (unsigned i = 0; i < n; ++i) {
+      out[i] = io_uring_get_sqe(&ring_);
+      std::memset(out[i], 0, sizeof(io_uring_sqe));
+    }
+    in_flight_ += n;
+    return true;
+  }
+  if (pending_.size() + n > pending_capacity_) {
+    ++stats_.pending_rejections;
+    return false;
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    out[i] = &pending_.emplace_back();  // deque: earlier references stay valid
+    std::memset(out[i], 0, sizeof(io_uring_sqe));
+  }
+  stats_.sq_full_deferrals += n;
+  in_flight_ += n;
+  return true;
+}
+
+void IoUring::flush_pending() {
+  while (!pending_.empty()) {
+    // A linked chain goes into the SQ whole, or not at all this round.
+    unsigned chain = 1;
+    while (chain <= pending_.size() && (pending_[chain - 1].flags & IOSQE_IO_LINK)) ++chain;
+    chain = std::min<unsigned>(chain, static_cast<unsigned>(pending_.size()));
+    if (io_uring_sq_space_left(&ring_) < chain) return;
+    for (unsigned i = 0; i < chain; ++i) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      std::memcpy(sqe, &pending_.front(), sizeof(io_uring_sqe));
+      pending_.pop_front();
+    }
+  }
+}
+
+void IoUring::submit_and_wait(unsigned wait_nr, int timeout_ms) {
+  flush_pending();
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    unsigned ready = io_uring_sq_ready(&ring_);
+    if (ready == 0 && wait_nr == 0 && !features_.defer_taskrun) return;  // nothing to do
+    int ret;
+    if (wait_nr == 0) {
+      ret = io_uring_submit_and_get_events(&ring_);
+    } else if (timeout_ms < 0) {
+      ret = io_uring_submit_and_wait(&ring_, wait_nr);
+    } else {
+      __kernel_timespec timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000000LL};
+      io_uring_cqe* cqe;
+      ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_nr, &timeout, nullptr);
+      if (ret == -ETIME) ret = 0;
+    }
+    ++stats_.submit_calls;
+    if (ret >= 0) {
+      stats_.sqes_submitted += static_cast<unsigned>(ret);
+      return;
+    }
+    if (ret == -EINTR) continue;
+    if (ret == -EBUSY || ret == -EAGAIN) {
+      // The CQ (or its overflow list) is full: the caller must reap before the kernel
+      // takes more. Returning lets the loop drain; the SQEs stay queued for next time.
+      ++stats_.ebusy_retries;
+      return;
+    }
+    LOG_ERROR("io_uring_enter failed: {}", std::strerror(-ret));
+    return;
+  }
+}
+
+std::string describe_setup_error(std::error_code error, const LoopOptions& options) {
+  switch (error.value()) {
+    case EPERM:
+    case ENOSYS:
+      return "io_uring is not available: it is disabled (sysctl kernel.io_uring_disabled) or "
+             "blocked by a seccomp filter (e.g. Docker's default profile) [" +
+             error.message() +
+             "]; run on a host or container that allows io_uring (kernel >= 5.19 recommended)";
+    case ENOMEM: {
+      rlimit limit{};
+      ::getrlimit(RLIMIT_MEMLOCK, &limit);
+      return "cannot set up an io_uring of " + std::to_string(options.ring_entries) +
+             " entries: out of locked memory (RLIMIT_MEMLOCK = " +
+             std::to_string(limit.rlim_cur) +
+             " bytes); raise `ulimit -l` or lower event_loop.ring_entries";
+    }
+    case EINVAL:
+      return "the kernel rejected the io_uring parameters (ring_entries = " +
+             std::to_string(options.ring_entries) + "): " + error.message() +
+             "; kernel >= 5.19 recommended";
+    case EMFILE:
+    case ENFILE:
+      return "cannot set up an io_uring: out of file descriptors (" + error.message() + ")";
+    default:
+      return "cannot set up an io_uring: " + error.message();
+  }
+}
+
+}  // namespace ucp::io

@@ -1,0 +1,90 @@
+#pragma once
+// IoUring: the one io_uring of an EventLoop (private to io/). Owns set-up with fallbacks
+// and feature probing, the bounded pending queue for SQEs that do not fit in the SQ, the
+// batched submit, and the CQE drain. Pinned: no copy, no move.
+//
+// Thread contract: created on any thread, then used only by the loop thread (it enables
+// the ring there, so that SINGLE_ISSUER names that thread as the submitter).
+
+#include <liburing.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "ucp/base/Result.h"
+#include "ucp/io/EventLoop.h"
+#include "ucp/io/IoContext.h"
+
+namespace ucp::io {
+
+class IoUring {
+ public:
+  static Result<std::unique_ptr<IoUring>> create(const LoopOptions& options,
+                                                 std::string& warnings);
+  IoUring(const IoUring&) = delete;
+  IoUring& operator=(const IoUring&) = delete;
+  ~IoUring();
+
+  /// Must run on the loop thread before the first submit.
+  Result<void> enable();
+
+  /// Gives `n` consecutive SQEs (zeroed, user_data unset) in submission order: in the SQ
+  /// when it has room and nothing is waiting, else in the pending queue. False when the
+  /// pending queue is full too; nothing was taken then.
+  bool acquire(io_uring_sqe** out, unsigned n);
+
+  /// Moves pending SQEs into the SQ (linked chains whole), submits everything in one
+  /// io_uring_enter, and waits for `wait_nr` completions (0: do not block), at most
+  /// `timeout_ms` when it is not negative.
+  void submit_and_wait(unsigned wait_nr, int timeout_ms = -1);
+
+  /// Walks every available CQE once, then hands the slots back with one cq_advance.
+  template <class OnCqe>
+  unsigned drain(OnCqe&& on_cqe) {
+    unsigned total = 0;
+    for (;;) {
+      io_uring_cqe* cqe;
+      unsigned head, seen = 0;
+      io_uring_for_each_cqe(&ring_, head, cqe) {
+        ++seen;
+        if (!(cqe->flags & IORING_CQE_F_MORE)) --in_flight_;
+        on_cqe(static_cast<IoContext*>(io_uring_cqe_get_data(cqe)), cqe->res, cqe->flags);
+      }
+      io_uring_cq_advance(&ring_, seen);
+      total += seen;
+      // CQEs the kernel could not post (CQ full) wait in its overflow list: flush them in.
+      if (io_uring_cq_has_overflow(&ring_)) {
+        ++stats_.cq_overflows;
+        io_uring_get_events(&ring_);
+        continue;
+      }
+      if (seen == 0) return total;
+    }
+  }
+
+  io_uring* raw() noexcept { return &ring_; }
+  const IoFeatures& features() const noexcept { return features_; }
+  int ring_fd() const noexcept { return ring_.ring_fd; }
+  uint64_t in_flight() const noexcept { return in_flight_; }
+  size_t pending() const noexcept { return pending_.size(); }
+  const IoStats& stats() const noexcept { return stats_; }
+
+ private:
+  IoUring() = default;
+  void flush_pending();
+
+  io_uring ring_{};
+  bool initialized_ = false;
+  IoFeatures features_;
+  std::deque<io_uring_sqe> pending_;
+  size_t pending_capacity_ = 0;
+  uint64_t in_flight_ = 0;  // SQEs handed out whose final CQE has not arrived
+  IoStats stats_;
+};
+
+/// One line saying what a ring set-up failure means and what to do about it.
+std::string describe_setup_error(std::error_code error, const LoopOptions& options);
+
+}  // namespace ucp::io

@@ -1,0 +1,188 @@
+#include "ucp/io/Operations.h"
+
+#include <liburing.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "IoUring.h"
+
+namespace ucp::io {
+namespace {
+
+static_assert(sizeof(KernelTimespec) == sizeof(__kernel_timespec));
+
+// Takes `n` SQEs for one operation, or completes it at once with an error: the loop is
+// shutting down (ECANCELED) or the SQ and the pending queue are both full (EAGAIN).
+template <unsigned N>
+bool take_sqes(EventLoop& loop, IoContext& context, io_uring_sqe* (&sqes)[N]) noexcept {
+  if (loop.io_closed()) {
+    context.result = -ECANCELED;
+    return false;
+  }
+  if (!loop.ring().acquire(sqes, N)) {
+    context.result = -EAGAIN;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+LinkedTimeoutOperation::LinkedTimeoutOperation(EventLoop& loop, uint32_t timeout_ms) noexcept
+    : Operation(loop), timeout_(KernelTimespec::from_ms(timeout_ms)), timeout_ms_(timeout_ms) {
+  op_.owner = this;
+  timer_.owner = this;
+  op_.on_cqe = &on_part;
+  timer_.on_cqe = &on_part;
+}
+
+std::coroutine_handle<> LinkedTimeoutOperation::on_part(IoContext& part, int32_t res,
+                                                        uint32_t flags) noexcept {
+  part.result = res;
+  part.cqe_flags = flags;
+  auto* self = static_cast<Part&>(part).owner;
+  return --self->remaining_ == 0 ? self->waiter_ : std::coroutine_handle<>{};
+}
+
+int32_t LinkedTimeoutOperation::combined_result() const noexcept {
+  if (op_.result == -ECANCELED && timeout_ms_ > 0 && timer_.result == -ETIME) return -ETIMEDOUT;
+  return op_.result;
+}
+
+bool RecvOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  if (buffer_.empty()) {  // 0 from recv must mean EOF and nothing else
+    op_.result = -EINVAL;
+    return false;
+  }
+  waiter_ = caller;
+  if (timeout_ms_ == 0) {
+    io_uring_sqe* sqes[1];
+    if (!take_sqes(loop_, op_, sqes)) return false;
+    io_uring_prep_recv(sqes[0], fd_, buffer_.data(), buffer_.size(), 0);
+    io_uring_sqe_set_data(sqes[0], &op_);
+    remaining_ = 1;
+    return true;
+  }
+  // Both SQEs at once: a flush between them would submit the recv without its timer.
+  io_uring_sqe* sqes[2];
+  if (!take_sqes(loop_, op_, sqes)) return false;
+  io_uring_prep_recv(sqes[0], fd_, buffer_.data(), buffer_.size(), 0);
+  sqes[0]->flags |= IOSQE_IO_LINK;
+  io_uring_sqe_set_data(sqes[0], &op_);
+  // timeout_ is a member: the kernel reads it at submit time, while this frame is alive.
+  io_uring_prep_link_timeout(sqes[1], reinterpret_cast<__kernel_timespec*>(&timeout_), 0);
+  io_uring_sqe_set_data(sqes[1], &timer_);
+  remaining_ = 2;
+  return true;
+}
+
+Result<size_t> RecvOp::await_resume() const noexcept { return bytes_from_cqe(combined_result()); }
+
+bool SendOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) return false;
+  context_.waiter = caller;
+  // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
+  io_uring_prep_send(sqes[0], fd_, data_.data(), data_.size(), MSG_NOSIGNAL);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+bool ReadOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  if (buffer_.empty()) {
+    context_.result = -EINVAL;
+    return false;
+  }
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) return false;
+  context_.waiter = caller;
+  io_uring_prep_read(sqes[0], fd_, buffer_.data(), static_cast<unsigned>(buffer_.size()),
+                     offset_);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+bool WriteOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) return false;
+  context_.waiter = caller;
+  io_uring_prep_write(sqes[0], fd_, data_.data(), static_cast<unsigned>(data_.size()), offset_);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+bool AcceptOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) return false;
+  context_.waiter = caller;
+  io_uring_prep_accept(sqes[0], listen_fd_, reinterpret_cast<sockaddr*>(&peer_), &peer_len_,
+                       SOCK_CLOEXEC);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+Result<Accepted> AcceptOp::await_resume() noexcept {
+  if (context_.result < 0) return Unexpected{error_from_errno(-context_.result)};
+  return Accepted{UniqueFd(context_.result), peer_};
+}
+
+ConnectOp::ConnectOp(EventLoop& loop, int fd, const sockaddr* address, socklen_t length) noexcept
+    : Operation(loop), fd_(fd), length_(std::min<socklen_t>(length, sizeof(sockaddr_storage))) {
+  std::memcpy(&address_, address, length_);
+}
+
+bool ConnectOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) return false;
+  context_.waiter = caller;
+  io_uring_prep_connect(sqes[0], fd_, reinterpret_cast<sockaddr*>(&address_), length_);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+bool CloseOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  if (loop_.io_closed()) {  // the ring no longer takes work: close directly
+    context_.result = ::close(fd_) == 0 ? 0 : -errno;
+    return false;
+  }
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) {
+    context_.result = ::close(fd_) == 0 ? 0 : -errno;  // never leak the fd
+    return false;
+  }
+  context_.waiter = caller;
+  io_uring_prep_close(sqes[0], fd_);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+bool CancelFdOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) return false;
+  context_.waiter = caller;
+  io_uring_prep_cancel_fd(sqes[0], fd_, IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+Result<size_t> CancelFdOp::await_resume() const noexcept {
+  if (context_.result == -ENOENT) return size_t{0};  // nothing was in flight
+  return bytes_from_cqe(context_.result);
+}
+
+bool SleepOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) return false;
+  context_.waiter = caller;
+  io_uring_prep_timeout(sqes[0], reinterpret_cast<__kernel_timespec*>(&timeout_), 0, 0);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+Result<void> SleepOp::await_resume() const noexcept {
+  if (context_.result == -ETIME) return {};  // the timer expired: success
+  return void_from_cqe(context_.result);
+}
+
+}  // namespace ucp::io
