@@ -1,20 +1,328 @@
 #include "ucp/log/Logger.h"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <memory>
 #include <mutex>
+#include <thread>
+#include <vector>
 
-// Interim synchronous implementation (stderr only); the asynchronous logger replaces it
-// behind the same API (issue #4).
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ucp/base/BoundedMpscQueue.h"
+
+#include "ConsoleSink.h"
+#include "Futex.h"
+#include "LogFile.h"
+#include "LogRecord.h"
+#include "RecordFormatter.h"
+
 namespace ucp {
 namespace {
-std::mutex g_mutex;
+
+using log_detail::ConsoleSink;
+using log_detail::futex_wait;
+using log_detail::futex_wake;
+using log_detail::LogFile;
+using log_detail::LogRecord;
+using log_detail::RecordFormatter;
+
+constexpr int64_t kNsPerMs = 1000000;
+constexpr size_t kMaxBatch = 4096;         // records per drain round before checking for flushes
+constexpr int64_t kFullWaitNs = kNsPerMs;  // re-check a full queue at least this often
+constexpr int64_t kFlushWaitNs = 10 * kNsPerMs;  // an ERROR re-checks its flush this often
+
+int32_t current_tid() noexcept {
+  thread_local const auto tid = static_cast<int32_t>(::syscall(SYS_gettid));
+  return tid;
 }
+
+int64_t now_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);  // vDSO: no system call
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t steady_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::atomic<uint64_t> g_dropped_total{0};
+
+// The sinks and the formatter: what one writer (background thread, or the sync-mode lock
+// holder) owns.
+class Sinks {
+ public:
+  Sinks(std::unique_ptr<LogFile> file, std::unique_ptr<ConsoleSink> console, bool daily)
+      : file_(std::move(file)), console_(std::move(console)), daily_(daily) {
+    if (daily_) file_day_ = RecordFormatter::day_of(now_ns());
+  }
+
+  void emit(int64_t time_ns, LogLevel level, int32_t tid, const char* file, int32_t line,
+            std::string_view message) {
+    line_.clear();
+    formatter_.format(time_ns, level, tid, file, line, message, line_);
+    std::string_view text(line_.data(), line_.size());
+    if (file_) {
+      if (daily_ && formatter_.day() != file_day_) {
+        // Only a later day rolls: a record stamped just before midnight that arrives after
+        // the roll stays in the new file rather than rolling twice.
+        if (formatter_.day() > file_day_) file_->roll();
+        file_day_ = std::max(file_day_, formatter_.day());
+      }
+      file_->append(text);
+    }
+    if (console_) console_->append(text, level);
+  }
+  void flush() {
+    if (file_) file_->flush();
+    if (console_) console_->flush();
+  }
+  void flush_console() {
+    if (console_) console_->flush();
+  }
+  bool file_has_buffered() const noexcept { return file_ && file_->has_buffered(); }
+  // Writes what is left and closes the file (a reader waiting for EOF gets it now).
+  void close() {
+    flush();
+    file_.reset();
+    console_.reset();
+  }
+
+ private:
+  std::unique_ptr<LogFile> file_;
+  std::unique_ptr<ConsoleSink> console_;
+  bool daily_;
+  int32_t file_day_ = 0;
+  RecordFormatter formatter_;
+  fmt::memory_buffer line_;
+};
+
+// One init's worth of logger: the queue, the sinks and (async) the background thread.
+class Backend {
+ public:
+  Backend(const LogOptions& options, std::unique_ptr<LogFile> file,
+          std::unique_ptr<ConsoleSink> console)
+      : options_(options),
+        sinks_(std::move(file), std::move(console), options.daily),
+        queue_(options.async ? options.queue_capacity : 2) {
+    if (options_.async) thread_ = std::thread([this] { run(); });
+  }
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  ~Backend() { stop(); }
+
+  // Any thread.
+  void submit(LogLevel level, const char* file, int line, std::string_view message) {
+    int64_t time_ns = now_ns();
+    int32_t tid = current_tid();
+    if (!options_.async) {
+      std::lock_guard lock(sync_mutex_);
+      sinks_.emit(time_ns, level, tid, file, line, message);
+      sinks_.flush();  // sync mode: the record is in the file when the call returns
+      return;
+    }
+    std::unique_ptr<char[]> heap;  // allocated before claiming: a claimed slot must not throw
+    if (message.size() > Logger::kInlineMessageSize) {
+      heap = std::make_unique<char[]>(message.size());
+      std::memcpy(heap.get(), message.data(), message.size());
+    }
+    auto fill = [&](LogRecord& record) noexcept {
+      record.time_ns = time_ns;
+      record.file = file;
+      record.line = line;
+      record.tid = tid;
+      record.level = level;
+      record.size = static_cast<uint32_t>(message.size());
+      if (heap) {
+        record.heap = std::move(heap);
+      } else {
+        std::memcpy(record.inline_message, message.data(), message.size());
+      }
+    };
+    size_t position = 0;
+    if (!queue_.try_push_with(fill, &position)) {
+      if (options_.queue_full_policy == QueueFullPolicy::kDrop && level < LogLevel::kError) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        g_dropped_total.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      push_waiting(fill, position);
+    }
+    if (level >= LogLevel::kError) {
+      wait_written(position);
+      return;
+    }
+    // Relaxed: a wake-up missed in the race with the consumer falling asleep costs at most
+    // its sleep timeout (<= flush_interval_ms), which the flush contract allows anyway.
+    if (sleeping_.load(std::memory_order_relaxed)) wake_consumer();
+  }
+
+  // The thread that calls it: drains the queue, writes everything, joins the thread.
+  void stop() {
+    if (thread_.joinable()) {
+      stopping_.store(true, std::memory_order_seq_cst);
+      wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(wake_epoch_);
+      thread_.join();
+    }
+    std::lock_guard lock(sync_mutex_);
+    sinks_.close();
+  }
+
+ private:
+  template <class Fill>
+  void push_waiting(Fill& fill, size_t& position) {
+    for (int attempt = 0;; ++attempt) {
+      wake_consumer();
+      if (attempt < 8) {
+        std::this_thread::yield();  // the consumer usually frees a batch within a time slice
+      } else {
+        space_waiters_.fetch_add(1, std::memory_order_seq_cst);
+        uint32_t epoch = space_epoch_.load(std::memory_order_seq_cst);
+        bool pushed = queue_.try_push_with(fill, &position);
+        if (!pushed) futex_wait(space_epoch_, epoch, kFullWaitNs);
+        space_waiters_.fetch_sub(1, std::memory_order_relaxed);
+        if (pushed) return;
+      }
+      if (queue_.try_push_with(fill, &position)) return;
+    }
+  }
+
+  void wait_written(size_t position) {
+    flush_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    wake_consumer();
+    while (written_count_.load(std::memory_order_acquire) <= position) {
+      uint32_t epoch = written_epoch_.load(std::memory_order_seq_cst);
+      if (written_count_.load(std::memory_order_seq_cst) > position) break;
+      futex_wait(written_epoch_, epoch, kFlushWaitNs);
+    }
+    flush_waiters_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  void wake_consumer() {
+    if (sleeping_.exchange(false, std::memory_order_seq_cst)) {
+      wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(wake_epoch_, 1);
+    }
+  }
+
+  // Background thread.
+  void run() {
+    const int64_t interval_ns = std::max<int64_t>(1, options_.flush_interval_ms) * kNsPerMs;
+    int64_t next_flush_ns = steady_ns() + interval_ns;
+    for (;;) {
+      size_t popped = 0;
+      bool urgent = false;
+      while (popped < kMaxBatch && queue_.try_pop_with([&](LogRecord& record) {
+        sinks_.emit(record.time_ns, record.level, record.tid, record.file, record.line,
+                    record.message());
+        urgent = urgent || record.level >= LogLevel::kError;
+        record.heap.reset();
+      })) {
+        ++popped;
+      }
+      if (popped > 0 && space_waiters_.load(std::memory_order_seq_cst) > 0) {
+        space_epoch_.fetch_add(1, std::memory_order_seq_cst);
+        futex_wake(space_epoch_);
+      }
+      report_drops();
+      int64_t now = steady_ns();
+      if (urgent || now >= next_flush_ns || flush_waiters_.load(std::memory_order_seq_cst) > 0) {
+        flush_all();
+        next_flush_ns = now + interval_ns;
+      }
+      if (popped == kMaxBatch) continue;
+      if (queue_.claimed_unread()) {
+        if (popped == 0) std::this_thread::yield();  // a producer is filling the head slot
+        continue;
+      }
+      if (stopping_.load(std::memory_order_acquire)) {
+        if (queue_.claimed_unread()) continue;
+        report_drops();
+        flush_all();
+        return;
+      }
+      // Idle: show the console lines now, then sleep until woken or the next flush is due.
+      sinks_.flush_console();
+      uint32_t epoch = wake_epoch_.load(std::memory_order_seq_cst);
+      sleeping_.store(true, std::memory_order_seq_cst);
+      if (queue_.claimed_unread() || stopping_.load(std::memory_order_seq_cst)) {
+        sleeping_.store(false, std::memory_order_relaxed);
+        continue;
+      }
+      int64_t timeout_ns = sinks_.file_has_buffered() ? next_flush_ns - now : interval_ns;
+      futex_wait(wake_epoch_, epoch, std::max<int64_t>(timeout_ns, 1));
+      sleeping_.store(false, std::memory_order_relaxed);
+    }
+  }
+
+  void flush_all() {
+    sinks_.flush();
+    written_count_.store(queue_.popped_count(), std::memory_order_seq_cst);
+    if (flush_waiters_.load(std::memory_order_seq_cst) > 0) {
+      written_epoch_.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(written_epoch_);
+    }
+  }
+
+  void report_drops() {
+    uint64_t dropped = dropped_.load(std::memory_order_relaxed);
+    if (dropped == reported_drops_) return;
+    auto text = fmt::format("log queue full: dropped {} records (total {})",
+                            dropped - reported_drops_, dropped);
+    reported_drops_ = dropped;
+    sinks_.emit(now_ns(), LogLevel::kWarn, current_tid(), __FILE__, __LINE__, text);
+  }
+
+  const LogOptions options_;
+  Sinks sinks_;            // background thread (async) or sync_mutex_ holder (sync)
+  std::mutex sync_mutex_;  // sync mode only
+  BoundedMpscQueue<LogRecord> queue_;
+  std::thread thread_;
+  uint64_t reported_drops_ = 0;  // background thread
+
+  // Written by producers, read by the background thread.
+  alignas(64) std::atomic<bool> sleeping_{false};
+  std::atomic<uint64_t> dropped_{0};
+  // Sleep/wake words. Each is a futex; a waiter re-checks its condition after reading it.
+  alignas(64) std::atomic<uint32_t> wake_epoch_{0};  // consumer sleeps here
+  std::atomic<uint32_t> space_epoch_{0};             // producers wait for a free slot
+  std::atomic<uint32_t> written_epoch_{0};           // ERROR/FATAL wait for their write
+  std::atomic<uint32_t> space_waiters_{0};
+  std::atomic<uint32_t> flush_waiters_{0};
+  std::atomic<size_t> written_count_{0};  // records written to the sinks so far
+  std::atomic<bool> stopping_{false};
+};
+
+std::mutex g_lifecycle_mutex;  // serialises init and shutdown
+std::atomic<Backend*> g_backend{nullptr};
+// Shut-down backends are kept (stopped) until exit: a thread that loaded the pointer just
+// before shutdown may still touch the queue. Their memory goes at exit.
+std::vector<std::unique_ptr<Backend>> g_retired;
+std::unique_ptr<Backend> g_current;
+bool g_atexit_registered = false;
+
+// Before init and after shutdown: synchronous, to stderr.
+std::mutex g_fallback_mutex;
+
+void write_fallback(LogLevel level, const char* file, int line, std::string_view message) {
+  static RecordFormatter formatter;
+  static fmt::memory_buffer text;
+  std::lock_guard lock(g_fallback_mutex);
+  text.clear();
+  formatter.format(now_ns(), level, current_tid(), file, line, message, text);
+  log_detail::write_fully(STDERR_FILENO, text.data(), text.size());
+}
+
+}  // namespace
 
 std::string_view to_string(LogLevel level) noexcept {
   constexpr std::string_view kNames[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"};
@@ -37,28 +345,46 @@ std::optional<LogLevel> parse_log_level(std::string_view text) noexcept {
 }
 
 std::string Logger::init(const LogOptions& options) {
+  if (options.async && options.queue_capacity == 0) return "log queue_capacity must be > 0";
+  std::unique_ptr<LogFile> file;
+  if (!options.file.empty()) {
+    std::string error;
+    file = LogFile::open(options.file, options.max_size, options.max_files, error);
+    if (!file) return error;
+  }
+  std::unique_ptr<ConsoleSink> console;
+  if (options.console) console = std::make_unique<ConsoleSink>(STDOUT_FILENO);
+
+  shutdown();  // a second init replaces the first
+  std::lock_guard lock(g_lifecycle_mutex);
+  g_current = std::make_unique<Backend>(options, std::move(file), std::move(console));
   set_level(options.level);
+  g_backend.store(g_current.get(), std::memory_order_release);
+  if (!g_atexit_registered) {
+    // A clean exit that forgets shutdown() still writes everything.
+    g_atexit_registered = std::atexit([] { Logger::shutdown(); }) == 0;
+  }
   return {};
 }
-void Logger::shutdown() noexcept { std::fflush(stderr); }
-uint64_t Logger::dropped() noexcept { return 0; }
+
+void Logger::shutdown() noexcept {
+  std::lock_guard lock(g_lifecycle_mutex);
+  if (!g_current) return;
+  g_backend.store(nullptr, std::memory_order_seq_cst);  // new records go to stderr
+  g_current->stop();
+  g_retired.push_back(std::move(g_current));
+}
+
+uint64_t Logger::dropped() noexcept { return g_dropped_total.load(std::memory_order_relaxed); }
 
 void Logger::write(LogLevel level, const char* file, int line, std::string_view message) {
-  auto now = std::chrono::system_clock::now();
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(us / 1000000);
-  std::tm local{};
-  localtime_r(&seconds, &local);
-  auto line_text = fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06} {:<5} {} {}:{} {}\n",
-                               local.tm_year + 1900, local.tm_mon + 1, local.tm_mday,
-                               local.tm_hour, local.tm_min, local.tm_sec, us % 1000000,
-                               to_string(level), ::syscall(SYS_gettid), file, line, message);
-  std::lock_guard lock(g_mutex);
-  std::fwrite(line_text.data(), 1, line_text.size(), stderr);
-  if (level == LogLevel::kFatal) {
-    std::fflush(stderr);
-    std::abort();
+  Backend* backend = g_backend.load(std::memory_order_acquire);
+  if (backend != nullptr) {
+    backend->submit(level, file, line, message);
+  } else {
+    write_fallback(level, file, line, message);
   }
+  if (level == LogLevel::kFatal) std::abort();  // the record is written: see submit()
 }
 
 }  // namespace ucp

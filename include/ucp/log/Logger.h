@@ -2,17 +2,28 @@
 // The UCP logger (SPEC §6): LOG_TRACE ... LOG_FATAL with fmt format strings checked at
 // compile time. When a level is disabled the macro evaluates no argument.
 //
+// Asynchronous mode (the default): the calling thread formats only the message, into a
+// stack buffer, and copies it with a timestamp and its thread id into a slot of a bounded
+// lock-free queue (BoundedMpscQueue); one background thread formats the lines and writes
+// them to the sinks in batches. ERROR and FATAL wait until their record has been written
+// (FATAL then aborts). When the queue is full, the calling thread waits (kBlock) or the
+// record is dropped and counted (kDrop; ERROR and FATAL always wait); the background thread
+// logs the count.
+//
 // Thread contract: every function is safe to call from any thread. `init` and `shutdown`
-// are called once each by the application (before workers start / after they stop).
-// Before `init`, records go synchronously to stderr at level INFO and above.
-
-#include <fmt/format.h>
+// are called by the application (before workers start / after they stop); they may be
+// called again in turn (tests do). Before `init` and after `shutdown`, records go
+// synchronously to stderr.
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 namespace ucp {
 
@@ -34,10 +45,12 @@ struct LogOptions {
   bool async = true;                     // false: the caller writes (and waits for) the record
   bool console = true;                   // stdout; colour only on a TTY
   uint32_t flush_interval_ms = 1000;
-  uint32_t queue_capacity = 65536;       // records waiting for the background thread
+  uint32_t queue_capacity = 65536;  // records waiting for the background thread
   QueueFullPolicy queue_full_policy = QueueFullPolicy::kBlock;
 };
 
+/// The process-wide logger: static functions over one backend owned by the library
+/// (created by init, retired by shutdown). Any thread may log at any time.
 class Logger {
  public:
   /// Opens the sinks and starts the background thread. Returns an empty string on success,
@@ -52,15 +65,26 @@ class Logger {
   static bool enabled(LogLevel level) noexcept {
     return static_cast<uint8_t>(level) >= level_.load(std::memory_order_relaxed);
   }
-  /// Records dropped because the queue was full (policy kDrop).
+  /// Records dropped because the queue was full (policy kDrop), since the process started.
   static uint64_t dropped() noexcept;
+
+  /// Messages up to this size are formatted on the caller's stack and stored inside a queue
+  /// slot; longer ones take one heap buffer.
+  static constexpr size_t kInlineMessageSize = 200;
 
   template <class... Args>
   static void log(LogLevel level, const char* file, int line, fmt::format_string<Args...> format,
                   Args&&... args) {
-    fmt::memory_buffer message;
-    fmt::format_to(std::back_inserter(message), format, std::forward<Args>(args)...);
-    write(level, file, line, std::string_view(message.data(), message.size()));
+    char message[kInlineMessageSize];  // no allocation, no initialisation: fmt fills it
+    auto result =
+        fmt::vformat_to_n(message, sizeof message, format, fmt::make_format_args(args...));
+    if (result.size <= sizeof message) {
+      write(level, file, line, std::string_view(message, result.size));
+      return;
+    }
+    fmt::memory_buffer long_message;
+    fmt::vformat_to(std::back_inserter(long_message), format, fmt::make_format_args(args...));
+    write(level, file, line, std::string_view(long_message.data(), long_message.size()));
   }
   /// FATAL: the record is written and flushed, then the process aborts.
   static void write(LogLevel level, const char* file, int line, std::string_view message);
@@ -71,11 +95,11 @@ class Logger {
 
 }  // namespace ucp
 
-#define UCP_LOG_AT(level, ...)                                               \
-  do {                                                                       \
-    if (::ucp::Logger::enabled(level)) {                                     \
-      ::ucp::Logger::log(level, __FILE__, __LINE__, __VA_ARGS__);            \
-    }                                                                        \
+#define UCP_LOG_AT(level, ...)                                    \
+  do {                                                            \
+    if (::ucp::Logger::enabled(level)) {                          \
+      ::ucp::Logger::log(level, __FILE__, __LINE__, __VA_ARGS__); \
+    }                                                             \
   } while (0)
 #define LOG_TRACE(...) UCP_LOG_AT(::ucp::LogLevel::kTrace, __VA_ARGS__)
 #define LOG_DEBUG(...) UCP_LOG_AT(::ucp::LogLevel::kDebug, __VA_ARGS__)

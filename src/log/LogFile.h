@@ -1,0 +1,65 @@
+#pragma once
+// LogFile: the file sink. Buffers whole lines and writes them with write(2) in batches;
+// rolls by size and on request (the daily roll):
+//
+//   server.log  ->  server.log.1  ->  server.log.2  ->  ...  ->  server.log.<max_files>
+//   (live)          (newest rolled)                              (oldest; then deleted)
+//
+// A line never straddles two files: if it would push the live file past max_size, the
+// file rolls first (a line longer than max_size gets a file of its own).
+//
+// Owned by the logger backend and used by one writer at a time (the background thread, or
+// the sync-mode lock holder). Not thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ucp/base/UniqueFd.h"
+
+namespace ucp::log_detail {
+
+/// Writes all of `data` to `fd`, retrying on EINTR and short writes. False on error.
+bool write_fully(int fd, const char* data, size_t size) noexcept;
+
+/// Creates every missing directory above `path` (like `mkdir -p $(dirname path)`).
+/// Returns "" or one error line.
+std::string create_parent_directories(const std::string& path);
+
+class LogFile {
+ public:
+  static constexpr size_t kBatchBytes = 256 * 1024;  // a full buffer is written at once
+
+  /// Creates missing directories and opens `path` for appending. On failure returns null
+  /// and sets `error` to one line naming the path and the reason.
+  static std::unique_ptr<LogFile> open(const std::string& path, uint64_t max_size,
+                                       uint32_t max_files, std::string& error);
+  /// Use open(); public only for std::make_unique.
+  LogFile(std::string path, uint64_t max_size, uint32_t max_files);
+  LogFile(const LogFile&) = delete;
+  LogFile& operator=(const LogFile&) = delete;
+  ~LogFile();  // writes what is buffered
+
+  /// Appends one whole line (rolling first if it would not fit under max_size).
+  void append(std::string_view line);
+  /// Writes the buffer to the file (the OS has it afterwards; no fsync).
+  void flush();
+  /// Closes the live file, shifts the numbered ones and starts an empty live file.
+  void roll();
+  bool has_buffered() const noexcept { return !buffer_.empty(); }
+
+ private:
+  std::string reopen();
+  void report_error_once(std::string_view what, int error_number);
+
+  std::string path_;
+  uint64_t max_size_;   // 0: never roll by size
+  uint32_t max_files_;  // rolled files kept besides the live one
+  UniqueFd fd_;
+  uint64_t size_ = 0;  // bytes in the live file, including buffer_
+  std::string buffer_;
+  bool error_reported_ = false;
+};
+
+}  // namespace ucp::log_detail
