@@ -1,0 +1,83 @@
+#include "Protocols.h"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "ucp/http/HttpRequestParser.h"
+#include "ucp/net/Buffer.h"
+
+namespace ucp::app {
+
+Task<> echo(TcpConnection& connection) {
+  std::array<std::byte, 4096> buffer;
+  for (;;) {
+    auto n = co_await connection.read(buffer);
+    if (!n || *n == 0) co_return;  // error, timeout or peer closed
+    if (!co_await connection.write_all(std::span(buffer.data(), *n))) co_return;
+  }
+}
+
+namespace {
+
+constexpr std::string_view kKeepAliveResponse =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!";
+constexpr std::string_view kCloseResponse =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\nConnection: close"
+    "\r\n\r\nHello, World!";
+
+std::string_view error_response(http::ParseStatus status) {
+  switch (status) {
+    case http::ParseStatus::kHeaderTooLarge:
+      return "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: "
+             "close\r\n\r\n";
+    case http::ParseStatus::kBodyTooLarge:
+      return "HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    case http::ParseStatus::kNotImplemented:
+      return "HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    default:
+      return "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  }
+}
+
+}  // namespace
+
+Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
+  Buffer input(max_request_bytes * 2);
+  std::string output;
+  for (;;) {
+    if (!input.ensure_writable(std::min<size_t>(4096, input.max_size() - input.readable_bytes()))) {
+      co_return;
+    }
+    auto n = co_await connection.read(input.writable());
+    if (!n || *n == 0) co_return;  // a half-closed peer got every answer already
+    input.commit(*n);
+    // Answer every complete request in the buffer with one write (pipelining).
+    bool close_after = false;
+    for (;;) {
+      http::Request request;
+      auto status = http::parse_request(input.view(), max_request_bytes, max_request_bytes,
+                                        request);
+      if (status == http::ParseStatus::kIncomplete) break;
+      if (status != http::ParseStatus::kComplete) {
+        output += error_response(status);
+        close_after = true;
+        break;
+      }
+      input.consume(request.total_bytes);
+      output += request.keep_alive ? kKeepAliveResponse : kCloseResponse;
+      if (!request.keep_alive) {
+        close_after = true;
+        break;
+      }
+    }
+    if (!output.empty()) {
+      if (!co_await connection.write_all(std::span(output.data(), output.size()))) co_return;
+      output.clear();
+    }
+    if (close_after) co_return;
+    if (input.readable_bytes() >= input.max_size()) co_return;  // cannot make progress
+  }
+}
+
+}  // namespace ucp::app

@@ -1,0 +1,101 @@
+#pragma once
+// TcpServer: the entry point. It owns the main loop (which accepts) and the worker pool
+// (which owns connections). Each accepted socket is handed to the next worker round-robin
+// through EventLoop::post; there a coroutine runs the user's handler, then closes the
+// connection:
+//
+//   ucp::TcpServer server(options, loop_options, [](ucp::TcpConnection& c) { return echo(c); });
+//   if (auto error = server.start(); !error.empty()) { /* print, exit 1 */ }
+//   server.run();  // until stop()
+//
+// Thread contract: construct, start and run on one thread (it becomes the main loop's);
+// stop() from any thread. The handler is called on worker threads, concurrently.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ucp/base/UniqueFd.h"
+#include "ucp/coro/Task.h"
+#include "ucp/io/EventLoop.h"
+#include "ucp/io/Operations.h"
+#include "ucp/net/EventLoopThreadPool.h"
+#include "ucp/net/InetAddress.h"
+#include "ucp/net/Socket.h"
+#include "ucp/net/TcpConnection.h"
+
+namespace ucp {
+
+struct ServerOptions {
+  std::string ip = "0.0.0.0";
+  uint16_t port = 8888;
+  uint32_t thread_num = 1;           // 0 = one per CPU
+  uint32_t read_timeout_ms = 5000;   // 0 = none
+  uint32_t max_connections = 100000;
+  ListenOptions listen;
+  bool tcp_nodelay = true;
+  uint32_t shutdown_timeout_ms = 5000;
+};
+
+class TcpServer {
+ public:
+  using Handler = std::function<Task<>(TcpConnection&)>;
+
+  TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler);
+  TcpServer(const TcpServer&) = delete;
+  TcpServer& operator=(const TcpServer&) = delete;
+  ~TcpServer();
+
+  /// Creates the rings, binds and listens. Returns "" or one line saying what failed and
+  /// what to do (port in use, io_uring unavailable...). Optional features the machine
+  /// cannot give are appended to `warnings`, one line each.
+  std::string start(std::string* warnings = nullptr);
+  /// Accepts on the calling thread until stop(); returns once every worker has stopped.
+  void run();
+  /// Any thread. Graceful: stop accepting, let handlers finish writing what they have
+  /// read, close connections; after shutdown_timeout_ms everything still open is cancelled.
+  void stop() noexcept;
+
+  const InetAddress& local_address() const noexcept { return local_; }
+  EventLoop& main_loop() noexcept { return *main_loop_; }
+  size_t connection_count() const noexcept { return live_.load(std::memory_order_relaxed); }
+  uint64_t rejected_connections() const noexcept {
+    return rejected_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct Worker;
+  struct ConnectionNode {
+    TcpConnection* connection;
+    ConnectionNode* prev = nullptr;
+    ConnectionNode* next = nullptr;
+  };
+  Task<> accept_loop();
+  Task<> serve(Worker& worker, io::Accepted accepted);
+  Task<> shutdown_sequence();
+  void hand_off(io::Accepted accepted);
+  bool warn_allowed(std::chrono::steady_clock::time_point& last) noexcept;
+
+  ServerOptions options_;
+  LoopOptions loop_options_;
+  Handler handler_;
+  std::unique_ptr<EventLoop> main_loop_;
+  std::unique_ptr<EventLoopThreadPool> pool_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  size_t next_worker_ = 0;
+  UniqueFd listen_fd_;
+  InetAddress local_;
+  std::atomic<size_t> live_{0};
+  std::atomic<uint64_t> rejected_{0};
+  std::atomic<bool> stop_requested_{false};
+  bool shutting_down_ = false;
+  bool accept_waiting_ = false;
+  std::chrono::steady_clock::time_point last_fd_warning_{};
+  std::chrono::steady_clock::time_point last_limit_warning_{};
+};
+
+}  // namespace ucp

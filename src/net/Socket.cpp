@@ -1,0 +1,33 @@
+#include "ucp/net/Socket.h"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace ucp {
+
+Result<UniqueFd> listen_on(const InetAddress& address, const ListenOptions& options) {
+  UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
+  if (!fd) return Unexpected{error_from_errno(errno)};
+  int on = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (options.reuse_port &&
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
+    return Unexpected{error_from_errno(errno)};
+  }
+  if (::bind(fd.get(), address.get(), address.length()) != 0) {
+    return Unexpected{error_from_errno(errno)};
+  }
+  if (::listen(fd.get(), static_cast<int>(options.backlog)) != 0) {
+    return Unexpected{error_from_errno(errno)};
+  }
+  return fd;
+}
+
+void set_tcp_nodelay(int fd, bool on) noexcept {
+  int value = on ? 1 : 0;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &value, sizeof value);
+}
+
+}  // namespace ucp

@@ -1,0 +1,184 @@
+#include "ucp/net/TcpServer.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "ucp/log/Logger.h"
+
+namespace ucp {
+
+/// Per-worker state, touched only on that worker's thread (after creation).
+struct TcpServer::Worker {
+  EventLoop* loop = nullptr;
+  ConnectionNode* connections = nullptr;  // live connections, for draining at shutdown
+  bool draining = false;
+};
+
+TcpServer::TcpServer(const ServerOptions& options, const LoopOptions& loop_options,
+                     Handler handler)
+    : options_(options), loop_options_(loop_options), handler_(std::move(handler)) {}
+
+TcpServer::~TcpServer() {
+  if (pool_) {
+    pool_->stop_all();
+    pool_->join();
+  }
+}
+
+std::string TcpServer::start(std::string* warnings) {
+  auto address = InetAddress::parse(options_.ip, options_.port);
+  if (!address) return "server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address";
+
+  // The main loop only accepts: it needs no provided buffers of its own.
+  LoopOptions main_options = loop_options_;
+  main_options.provided_buffers_count = 0;
+  main_options.registered_buffers_count = 0;
+  main_options.ring_entries = std::min<uint32_t>(loop_options_.ring_entries, 1024);
+  std::string notes;
+  auto main_loop = EventLoop::create(main_options, &notes);
+  if (!main_loop) return EventLoop::describe_setup_error(main_loop.error(), main_options);
+  main_loop_ = std::move(*main_loop);
+
+  auto listening = listen_on(*address, options_.listen);
+  if (!listening) {
+    if (listening.error() == std::errc::address_in_use) {
+      return "cannot listen on " + address->to_string() +
+             ": address already in use; stop the other server or choose another server.port";
+    }
+    return "cannot listen on " + address->to_string() + ": " + listening.error().message();
+  }
+  listen_fd_ = std::move(*listening);
+  local_ = InetAddress::local_of(listen_fd_.get()).value_or(*address);
+
+  // With SQPOLL, every worker ring shares the main ring's kernel poller thread.
+  LoopOptions worker_options = loop_options_;
+  if (main_loop_->features().sqpoll) worker_options.attach_wq_fd = main_loop_->ring_fd();
+  pool_ = std::make_unique<EventLoopThreadPool>(options_.thread_num, worker_options);
+  std::string worker_notes;
+  if (auto error = pool_->start(&worker_notes); !error.empty()) return error;
+  notes += worker_notes;
+  for (const auto& loop : pool_->loops()) {
+    auto worker = std::make_unique<Worker>();
+    worker->loop = loop.get();
+    workers_.push_back(std::move(worker));
+  }
+  if (warnings) *warnings += notes;
+  return {};
+}
+
+void TcpServer::run() {
+  main_loop_->spawn(accept_loop());
+  main_loop_->run();
+  pool_->stop_all();
+  pool_->join();
+}
+
+void TcpServer::stop() noexcept {
+  if (stop_requested_.exchange(true)) return;
+  main_loop_->post([this] { main_loop_->spawn(shutdown_sequence()); });
+}
+
+bool TcpServer::warn_allowed(std::chrono::steady_clock::time_point& last) noexcept {
+  auto now = std::chrono::steady_clock::now();
+  if (now - last < std::chrono::seconds(1)) return false;
+  last = now;
+  return true;
+}
+
+Task<> TcpServer::accept_loop() {
+  while (!shutting_down_) {
+    accept_waiting_ = true;
+    auto accepted = co_await io::accept(*main_loop_, listen_fd_.get());
+    accept_waiting_ = false;
+    if (accepted) {
+      hand_off(std::move(*accepted));
+      continue;
+    }
+    auto error = accepted.error();
+    if (shutting_down_ || error == std::errc::operation_canceled) break;
+    if (error == std::errc::too_many_files_open || error == std::errc::too_many_files_open_in_system ||
+        error == std::errc::no_buffer_space || error == std::errc::not_enough_memory) {
+      // Out of fds: retrying at once would spin (PITFALLS #8). Back off, warn once a second.
+      if (warn_allowed(last_fd_warning_)) {
+        LOG_WARN("accept: {} ({} connections open); pausing accepts for 100 ms",
+                 error.message(), live_.load());
+      }
+      co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(100));
+      continue;
+    }
+    if (error == std::errc::resource_unavailable_try_again) {  // our own SQ/pending queue full
+      co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(1));
+      continue;
+    }
+    LOG_DEBUG("accept: {}", error.message());  // ECONNABORTED and friends: the peer left
+  }
+}
+
+void TcpServer::hand_off(io::Accepted accepted) {
+  if (live_.load(std::memory_order_relaxed) >= options_.max_connections) {
+    rejected_.fetch_add(1, std::memory_order_relaxed);
+    if (warn_allowed(last_limit_warning_)) {
+      LOG_WARN("max_connections ({}) reached: closing new connections at once ({} so far)",
+               options_.max_connections, rejected_.load());
+    }
+    return;  // ~UniqueFd closes it
+  }
+  live_.fetch_add(1, std::memory_order_relaxed);
+  Worker& worker = *workers_[next_worker_];
+  next_worker_ = (next_worker_ + 1) % workers_.size();
+  worker.loop->post([this, &worker, conn = std::move(accepted)]() mutable {
+    worker.loop->spawn(serve(worker, std::move(conn)));
+  });
+}
+
+Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
+  if (options_.tcp_nodelay) set_tcp_nodelay(accepted.fd.get(), true);
+  TcpConnection connection(*worker.loop, std::move(accepted.fd), InetAddress(accepted.peer),
+                           options_.read_timeout_ms);
+  ConnectionNode node{&connection};
+  node.next = worker.connections;
+  if (node.next) node.next->prev = &node;
+  worker.connections = &node;
+  if (worker.draining) connection.stop_reading();
+  try {
+    co_await handler_(connection);
+  } catch (const std::exception& e) {
+    LOG_ERROR("connection {}: handler failed: {}", connection.peer().to_string(), e.what());
+  }
+  co_await connection.close();
+  if (node.prev) node.prev->next = node.next;
+  if (node.next) node.next->prev = node.prev;
+  if (worker.connections == &node) worker.connections = node.next;
+  live_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Task<> TcpServer::shutdown_sequence() {
+  shutting_down_ = true;
+  LOG_INFO("shutting down: {} connections open", live_.load());
+  if (accept_waiting_) (void)co_await io::cancel_fd(*main_loop_, listen_fd_.get());
+  listen_fd_.reset();  // new connection attempts are refused from here on
+  // Drain: every handler's next (or current) read ends with operation_canceled, while the
+  // writes of what it has already read go on.
+  for (auto& worker : workers_) {
+    Worker* w = worker.get();
+    w->loop->post([w] {
+      w->draining = true;
+      for (ConnectionNode* node = w->connections; node; node = node->next) {
+        node->connection->stop_reading();
+      }
+    });
+  }
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(options_.shutdown_timeout_ms);
+  while (live_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(5));
+  }
+  if (live_.load() > 0) {
+    LOG_WARN("shutdown_timeout_ms ({}) passed with {} connections open: cancelling them",
+             options_.shutdown_timeout_ms, live_.load());
+  }
+  pool_->stop_all();  // each worker cancels and reaps what is left, then returns
+  main_loop_->stop();
+}
+
+}  // namespace ucp
