@@ -36,6 +36,12 @@ constexpr int64_t kNsPerMs = 1000000;
 constexpr size_t kMaxBatch = 4096;         // records per drain round before checking for flushes
 constexpr int64_t kFullWaitNs = kNsPerMs;  // re-check a full queue at least this often
 constexpr int64_t kFlushWaitNs = 10 * kNsPerMs;  // an ERROR re-checks its flush this often
+constexpr int64_t kNapNs = kNsPerMs;             // the consumer's sleep while records keep coming
+constexpr int kNapsBeforeSleep = 10;             // empty naps before it sleeps until woken
+// The consumer's sleep state, as producers see it.
+constexpr uint8_t kAwake = 0;
+constexpr uint8_t kNapping = 1;   // wakes by itself within kNapNs
+constexpr uint8_t kSleeping = 2;  // wakes when a producer wakes it, or when a flush is due
 
 int32_t current_tid() noexcept {
   thread_local const auto tid = static_cast<int32_t>(::syscall(SYS_gettid));
@@ -160,9 +166,15 @@ class Backend {
       wait_written(position);
       return;
     }
+    // A napping consumer wakes by itself within kNapNs; waking it costs a system call on
+    // this thread, so only a backlog that could fill the queue during a nap is worth one.
     // Relaxed: a wake-up missed in the race with the consumer falling asleep costs at most
     // its sleep timeout (<= flush_interval_ms), which the flush contract allows anyway.
-    if (sleeping_.load(std::memory_order_relaxed)) wake_consumer();
+    auto state = sleep_state_.load(std::memory_order_relaxed);
+    if (state == kSleeping ||
+        (state == kNapping && position - queue_.popped_count() >= wake_backlog_)) {
+      wake_consumer();
+    }
   }
 
   // The thread that calls it: drains the queue, writes everything, joins the thread.
@@ -208,7 +220,7 @@ class Backend {
   }
 
   void wake_consumer() {
-    if (sleeping_.exchange(false, std::memory_order_seq_cst)) {
+    if (sleep_state_.exchange(kAwake, std::memory_order_seq_cst) != kAwake) {
       wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
       futex_wake(wake_epoch_, 1);
     }
@@ -218,6 +230,8 @@ class Backend {
   void run() {
     const int64_t interval_ns = std::max<int64_t>(1, options_.flush_interval_ms) * kNsPerMs;
     int64_t next_flush_ns = steady_ns() + interval_ns;
+    int idle_naps = 0;
+    size_t popped_since_nap = 0;
     for (;;) {
       size_t popped = 0;
       bool urgent = false;
@@ -229,6 +243,7 @@ class Backend {
       })) {
         ++popped;
       }
+      popped_since_nap += popped;
       if (popped > 0 && space_waiters_.load(std::memory_order_seq_cst) > 0) {
         space_epoch_.fetch_add(1, std::memory_order_seq_cst);
         futex_wake(space_epoch_);
@@ -250,17 +265,24 @@ class Backend {
         flush_all();
         return;
       }
-      // Idle: show the console lines now, then sleep until woken or the next flush is due.
+      // Queue empty: show the console lines now. While records keep coming, nap for
+      // kNapNs (producers do not wake a napping consumer: that would cost them a system
+      // call); after kNapsBeforeSleep empty naps, sleep until a producer wakes us or the
+      // next flush is due.
       sinks_.flush_console();
+      idle_naps = popped_since_nap > 0 ? 0 : idle_naps + 1;
+      popped_since_nap = 0;
+      bool deep = idle_naps > kNapsBeforeSleep;
       uint32_t epoch = wake_epoch_.load(std::memory_order_seq_cst);
-      sleeping_.store(true, std::memory_order_seq_cst);
+      sleep_state_.store(deep ? kSleeping : kNapping, std::memory_order_seq_cst);
       if (queue_.claimed_unread() || stopping_.load(std::memory_order_seq_cst)) {
-        sleeping_.store(false, std::memory_order_relaxed);
+        sleep_state_.store(kAwake, std::memory_order_relaxed);
         continue;
       }
       int64_t timeout_ns = sinks_.file_has_buffered() ? next_flush_ns - now : interval_ns;
+      if (!deep) timeout_ns = std::min(timeout_ns, kNapNs);
       futex_wait(wake_epoch_, epoch, std::max<int64_t>(timeout_ns, 1));
-      sleeping_.store(false, std::memory_order_relaxed);
+      sleep_state_.store(kAwake, std::memory_order_relaxed);
     }
   }
 
@@ -286,11 +308,13 @@ class Backend {
   Sinks sinks_;            // background thread (async) or sync_mutex_ holder (sync)
   std::mutex sync_mutex_;  // sync mode only
   BoundedMpscQueue<LogRecord> queue_;
+  const size_t wake_backlog_ = std::max<size_t>(1, queue_.capacity() / 4);
   std::thread thread_;
   uint64_t reported_drops_ = 0;  // background thread
 
   // Written by producers, read by the background thread.
-  alignas(64) std::atomic<bool> sleeping_{false};
+  // Read by producers on every record, written by the consumer when it naps or sleeps.
+  alignas(64) std::atomic<uint8_t> sleep_state_{kAwake};
   std::atomic<uint64_t> dropped_{0};
   // Sleep/wake words. Each is a futex; a waiter re-checks its condition after reading it.
   alignas(64) std::atomic<uint32_t> wake_epoch_{0};  // consumer sleeps here
