@@ -816,6 +816,7 @@ int main(int argc, char** argv) {
   const uint64_t errors = verify_errors + connect_errors + closed_errors;
   const double qps = ramp_ok ? static_cast<double>(requests) / seconds : 0;
   const double client_cpu = client_after.total() - client_before.total();
+  const double client_user = client_after.user_s - client_before.user_s;
   double server_cpu = -1;
   double server_user = -1;
   if (server_before && server_after) {
@@ -833,11 +834,12 @@ int main(int argc, char** argv) {
         "\"errors\":%" PRIu64 ",\"verify_errors\":%" PRIu64 ",\"connect_errors\":%" PRIu64
         ",\"closed_errors\":%" PRIu64 ",\"requests\":%" PRIu64
         ",\"seconds\":%.3f,\"conns\":%d,\"size\":%zu,\"depth\":%d,\"threads\":%d,"
-        "\"ramp_s\":%.3f,\"client_cpu_s\":%.3f,\"server_cpu_s\":%.3f,\"server_utime_s\":%.3f}\n",
+        "\"ramp_s\":%.3f,\"client_cpu_s\":%.3f,\"client_utime_s\":%.3f,\"server_cpu_s\":%.3f,"
+        "\"server_utime_s\":%.3f}\n",
         qps, histogram.percentile_us(0.50), histogram.percentile_us(0.99),
         histogram.percentile_us(0.999), histogram.max_us(), errors, verify_errors, connect_errors,
         closed_errors, requests, seconds, options.conns, options.size, options.depth,
-        options.threads, ramp_s, client_cpu, server_cpu, server_user);
+        options.threads, ramp_s, client_cpu, client_user, server_cpu, server_user);
   } else {
     std::printf("connections %d (ramped in %.2f s), message %zu B, depth %d, threads %d\n",
                 options.conns, ramp_s, options.size, options.depth, options.threads);
@@ -849,7 +851,8 @@ int main(int argc, char** argv) {
     std::printf("latency us: p50 %.1f  p99 %.1f  p999 %.1f  max %.1f\n",
                 histogram.percentile_us(0.50), histogram.percentile_us(0.99),
                 histogram.percentile_us(0.999), histogram.max_us());
-    std::printf("client cpu %.2f s (%.0f%% of one core)\n", client_cpu, 100 * client_cpu / seconds);
+    std::printf("client cpu %.2f s (%.0f%% of one core, user %.1f%%)\n", client_cpu,
+                100 * client_cpu / seconds, client_cpu > 0 ? 100 * client_user / client_cpu : 0.0);
     if (server_cpu >= 0) {
       std::printf(
           "server cpu %.2f s (%.0f%% of one core, user %.1f%%): %.0f requests per "
