@@ -26,6 +26,7 @@ namespace ucp {
 namespace {
 
 using log_detail::ConsoleSink;
+using log_detail::DeferredFormat;
 using log_detail::futex_wait;
 using log_detail::futex_wake;
 using log_detail::LogFile;
@@ -71,8 +72,21 @@ class Sinks {
     if (daily_) file_day_ = RecordFormatter::day_of(now_ns());
   }
 
+  // `bytes` is the message, or the blob that `format` turns into it.
   void emit(int64_t time_ns, LogLevel level, int32_t tid, const char* file, int32_t line,
-            std::string_view message) {
+            std::string_view bytes, DeferredFormat format) {
+    std::string_view message = bytes;
+    if (format != nullptr) {
+      message_.clear();
+      try {
+        format(bytes, message_);
+      } catch (const std::exception& e) {
+        // Only a runtime format string can get here (compile-time ones are checked).
+        message_.clear();
+        fmt::format_to(std::back_inserter(message_), "[log format error: {}]", e.what());
+      }
+      message = std::string_view(message_.data(), message_.size());
+    }
     line_.clear();
     formatter_.format(time_ns, level, tid, file, line, message, line_);
     std::string_view text(line_.data(), line_.size());
@@ -108,6 +122,7 @@ class Sinks {
   bool daily_;
   int32_t file_day_ = 0;
   RecordFormatter formatter_;
+  fmt::memory_buffer message_;  // a deferred record's message
   fmt::memory_buffer line_;
 };
 
@@ -126,19 +141,21 @@ class Backend {
   ~Backend() { stop(); }
 
   // Any thread.
-  void submit(LogLevel level, const char* file, int line, std::string_view message) {
+  // `bytes` is the message, or (if `format` is set) a blob that format() turns into it.
+  void submit(LogLevel level, const char* file, int line, std::string_view bytes,
+              DeferredFormat format) {
     int64_t time_ns = now_ns();
     int32_t tid = current_tid();
     if (!options_.async) {
       std::lock_guard lock(sync_mutex_);
-      sinks_.emit(time_ns, level, tid, file, line, message);
+      sinks_.emit(time_ns, level, tid, file, line, bytes, format);
       sinks_.flush();  // sync mode: the record is in the file when the call returns
       return;
     }
     std::unique_ptr<char[]> heap;  // allocated before claiming: a claimed slot must not throw
-    if (message.size() > Logger::kInlineMessageSize) {
-      heap = std::make_unique<char[]>(message.size());
-      std::memcpy(heap.get(), message.data(), message.size());
+    if (bytes.size() > Logger::kInlineMessageSize) {
+      heap = std::make_unique<char[]>(bytes.size());
+      std::memcpy(heap.get(), bytes.data(), bytes.size());
     }
     auto fill = [&](LogRecord& record) noexcept {
       record.time_ns = time_ns;
@@ -146,11 +163,12 @@ class Backend {
       record.line = line;
       record.tid = tid;
       record.level = level;
-      record.size = static_cast<uint32_t>(message.size());
+      record.format = format;
+      record.size = static_cast<uint32_t>(bytes.size());
       if (heap) {
         record.heap = std::move(heap);
       } else {
-        std::memcpy(record.inline_message, message.data(), message.size());
+        std::memcpy(record.inline_bytes, bytes.data(), bytes.size());
       }
     };
     size_t position = 0;
@@ -237,7 +255,7 @@ class Backend {
       bool urgent = false;
       while (popped < kMaxBatch && queue_.try_pop_with([&](LogRecord& record) {
         sinks_.emit(record.time_ns, record.level, record.tid, record.file, record.line,
-                    record.message());
+                    record.bytes(), record.format);
         urgent = urgent || record.level >= LogLevel::kError;
         record.heap.reset();
       })) {
@@ -301,7 +319,7 @@ class Backend {
     auto text = fmt::format("log queue full: dropped {} records (total {})",
                             dropped - reported_drops_, dropped);
     reported_drops_ = dropped;
-    sinks_.emit(now_ns(), LogLevel::kWarn, current_tid(), __FILE__, __LINE__, text);
+    sinks_.emit(now_ns(), LogLevel::kWarn, current_tid(), __FILE__, __LINE__, text, nullptr);
   }
 
   const LogOptions options_;
@@ -337,12 +355,24 @@ bool g_atexit_registered = false;
 // Before init and after shutdown: synchronous, to stderr.
 std::mutex g_fallback_mutex;
 
-void write_fallback(LogLevel level, const char* file, int line, std::string_view message) {
+void write_fallback(LogLevel level, const char* file, int line, std::string_view bytes,
+                    DeferredFormat format) {
   static RecordFormatter formatter;
+  static fmt::memory_buffer message;
   static fmt::memory_buffer text;
   std::lock_guard lock(g_fallback_mutex);
+  if (format != nullptr) {
+    message.clear();
+    try {
+      format(bytes, message);
+    } catch (const std::exception& e) {
+      message.clear();
+      fmt::format_to(std::back_inserter(message), "[log format error: {}]", e.what());
+    }
+    bytes = std::string_view(message.data(), message.size());
+  }
   text.clear();
-  formatter.format(now_ns(), level, current_tid(), file, line, message, text);
+  formatter.format(now_ns(), level, current_tid(), file, line, bytes, text);
   log_detail::write_fully(STDERR_FILENO, text.data(), text.size());
 }
 
@@ -401,14 +431,29 @@ void Logger::shutdown() noexcept {
 
 uint64_t Logger::dropped() noexcept { return g_dropped_total.load(std::memory_order_relaxed); }
 
-void Logger::write(LogLevel level, const char* file, int line, std::string_view message) {
+namespace {
+
+void write_any(LogLevel level, const char* file, int line, std::string_view bytes,
+               DeferredFormat format) {
   Backend* backend = g_backend.load(std::memory_order_acquire);
   if (backend != nullptr) {
-    backend->submit(level, file, line, message);
+    backend->submit(level, file, line, bytes, format);
   } else {
-    write_fallback(level, file, line, message);
+    write_fallback(level, file, line, bytes, format);
   }
   if (level == LogLevel::kFatal) std::abort();  // the record is written: see submit()
+}
+
+}  // namespace
+
+void Logger::write(LogLevel level, const char* file, int line, std::string_view message) {
+  write_any(level, file, line, message, nullptr);
+}
+
+void Logger::write_deferred(LogLevel level, const char* file, int line,
+                            void (*format)(std::string_view blob, fmt::memory_buffer& out),
+                            std::string_view blob) {
+  write_any(level, file, line, blob, format);
 }
 
 }  // namespace ucp

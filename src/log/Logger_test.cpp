@@ -171,6 +171,80 @@ TEST_F(LoggerTest, LongMessagesAreKeptWhole) {
             std::string::npos);
 }
 
+struct Point {
+  int x = 0;
+  int y = 0;
+};
+
+}  // namespace
+}  // namespace ucp
+
+template <>
+struct fmt::formatter<ucp::Point> : fmt::formatter<std::string_view> {
+  auto format(const ucp::Point& p, fmt::format_context& context) const {
+    return fmt::format_to(context.out(), "({}, {})", p.x, p.y);
+  }
+};
+
+namespace ucp {
+namespace {
+
+// The background thread formats deferred records; whatever the argument types, the text
+// must be what fmt::format gives at the call site.
+TEST_F(LoggerTest, DeferredAndCallSiteFormattingGiveTheSameText) {
+  ASSERT_EQ(Logger::init(file_options(dir_ / "server.log")), "");
+  std::vector<std::string> expected;
+#define CHECK_SAME(...)                           \
+  do {                                            \
+    LOG_INFO(__VA_ARGS__);                        \
+    expected.push_back(fmt::format(__VA_ARGS__)); \
+  } while (0)
+  std::string owned = "owned string";
+  std::string_view view = "a view";
+  const char* null_text = nullptr;
+  char mutable_text[] = "mutable";
+  int local = 7;
+  Point point{3, 4};
+  CHECK_SAME("ints {} {} {} {}", -1, 42u, int64_t{-1234567890123}, uint8_t{200});
+  CHECK_SAME("floats {} {:.3f} {:e} {:>10.2f}|", 0.1, 3.14159, 1e-9, -2.5f);
+  CHECK_SAME("bool {} char {} {:d}", true, 'x', 'A');
+  CHECK_SAME("strings {} [{:>14}] [{:<8}] {} {}", owned, view, "lit", mutable_text,
+             std::string("temporary"));
+  CHECK_SAME("pointer {}", static_cast<const void*>(&local));
+  CHECK_SAME("user type {} and {}", point, 5);  // formatted at the call site
+  CHECK_SAME("no arguments, {{braces}}");
+  CHECK_SAME("long {}", std::string(500, 'L'));  // does not fit a slot: call site
+  CHECK_SAME("hex {:#x} {:08b}", 255, 5);
+#undef CHECK_SAME
+  LOG_INFO("null {}", null_text);
+  expected.push_back("null (null)");
+  Logger::shutdown();
+  auto lines = read_lines(dir_ / "server.log");
+  ASSERT_EQ(lines.size(), expected.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto at = lines[i].find(' ', lines[i].find(".cpp:"));
+    ASSERT_NE(at, std::string::npos) << lines[i];
+    EXPECT_EQ(lines[i].substr(at + 1), expected[i]);
+  }
+}
+
+// A deferred record owns copies of its strings and of its format string: the caller may
+// change them as soon as the call returns.
+TEST_F(LoggerTest, DeferredRecordsCopyStringsAndRuntimeFormats) {
+  ASSERT_EQ(Logger::init(file_options(dir_ / "server.log")), "");
+  std::string text = "first";
+  std::string format = "runtime {} {}";
+  LOG_INFO(fmt::runtime(format), text, 1);
+  text = "changed";
+  format = "XXXXXXX {} {}";
+  LOG_INFO(fmt::runtime("bad {:d}"), "not a number");  // reported, never thrown
+  Logger::shutdown();
+  auto lines = read_lines(dir_ / "server.log");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("runtime first 1"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("[log format error"), std::string::npos) << lines[1];
+}
+
 TEST_F(LoggerTest, CreatesMissingDirectories) {
   ASSERT_EQ(Logger::init(file_options(dir_ / "logs/deep/server.log")), "");
   LOG_WARN("here");
