@@ -32,8 +32,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+// Integration tests link no UCP library, so include/ may be missing from their include path.
+#if __has_include("ucp/base/Result.h")
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
+#else
+#include "../../include/ucp/base/Result.h"
+#include "../../include/ucp/base/UniqueFd.h"
+#endif
 
 namespace ucp::test {
 
