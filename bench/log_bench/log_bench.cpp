@@ -9,6 +9,7 @@
 // and get the same queue capacity, so neither wins by dropping.
 //
 //   log_bench [--json] [--records N] [--threads N] [--repeat N] [--queue N] [--dir PATH]
+//             [--only ucp|spdlog]
 //
 // --repeat runs every (logger, threads) case N times, alternating loggers, and reports the
 // median of each statistic.
@@ -42,6 +43,7 @@ struct Config {
   int repeat = 3;
   uint32_t queue = 65536;
   std::string dir;
+  std::string only;  // run one logger only (profiling)
 };
 
 struct Stats {
@@ -195,7 +197,7 @@ int64_t timer_overhead_ns() {
 void usage() {
   std::fprintf(stderr,
                "usage: log_bench [--json] [--records N per thread] [--threads MAX] "
-               "[--repeat N] [--queue N] [--dir PATH]\n");
+               "[--repeat N] [--queue N] [--dir PATH] [--only ucp|spdlog]\n");
   std::exit(2);
 }
 
@@ -221,6 +223,9 @@ int main(int argc, char** argv) {
       config.queue = static_cast<uint32_t>(std::atol(value().c_str()));
     } else if (arg == "--dir") {
       config.dir = value();
+    } else if (arg == "--only") {
+      config.only = value();
+      if (config.only != "ucp" && config.only != "spdlog") usage();
     } else {
       usage();
     }
@@ -256,6 +261,9 @@ int main(int argc, char** argv) {
       // Alternate which logger goes first so that neither always gets the warmer machine.
       for (int k = 0; k < 2; ++k) {
         Which which = (k == r % 2) ? Which::kUcp : Which::kSpdlog;
+        if (!config.only.empty() && config.only != (which == Which::kUcp ? "ucp" : "spdlog")) {
+          continue;
+        }
         std::string path = base + "/run" + std::to_string(file_no++) + ".log";
         if (which == Which::kUcp) {
           ucp_runs.push_back(run_ucp(config, threads, path));
@@ -266,6 +274,7 @@ int main(int argc, char** argv) {
       }
     }
     for (auto [name, runs] : {std::pair{"ucp", &ucp_runs}, std::pair{"spdlog", &spdlog_runs}}) {
+      if (runs->empty()) continue;
       Stats s = median_of(*runs);
       if (config.json) {
         std::printf(

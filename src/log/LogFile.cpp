@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <utility>
 
 #include <fcntl.h>
@@ -44,7 +45,10 @@ std::string create_parent_directories(const std::string& path) {
 }
 
 LogFile::LogFile(std::string path, uint64_t max_size, uint32_t max_files)
-    : path_(std::move(path)), max_size_(max_size), max_files_(max_files) {
+    : path_(std::move(path)),
+      max_size_(max_size),
+      max_files_(max_files),
+      day_(RecordFormatter::day_of(static_cast<int64_t>(std::time(nullptr)) * 1000000000)) {
   buffer_.reserve(kBatchBytes);
 }
 
@@ -95,6 +99,12 @@ void LogFile::flush() {
     report_error_once("cannot write log file", fd_.valid() ? errno : EBADF);
   }
   buffer_.clear();
+}
+
+void LogFile::roll_if_later_day(int32_t day) {
+  if (day <= day_) return;
+  day_ = day;
+  roll();
 }
 
 void LogFile::roll() {

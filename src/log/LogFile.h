@@ -18,6 +18,8 @@
 
 #include "ucp/base/UniqueFd.h"
 
+#include "RecordFormatter.h"
+
 namespace ucp::log_detail {
 
 /// Writes all of `data` to `fd`, retrying on EINTR and short writes. False on error.
@@ -47,6 +49,10 @@ class LogFile {
   void flush();
   /// Closes the live file, shifts the numbered ones and starts an empty live file.
   void roll();
+  /// The daily roll: rolls if `day` (RecordFormatter::day_of) is later than the day of the
+  /// file's previous line (or of open()). An earlier day (a record stamped before midnight
+  /// that arrives after the roll) stays in the new file rather than rolling again.
+  void roll_if_later_day(int32_t day);
   bool has_buffered() const noexcept { return !buffer_.empty(); }
 
  private:
@@ -60,6 +66,7 @@ class LogFile {
   uint64_t size_ = 0;  // bytes in the live file, including buffer_
   std::string buffer_;
   bool error_reported_ = false;
+  int32_t day_;  // local day of open() or of the latest line seen by roll_if_later_day
 };
 
 }  // namespace ucp::log_detail

@@ -1,11 +1,13 @@
 #include "LogFile.h"
 
+#include <ctime>
 #include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "LogTestUtil.h"
+#include "RecordFormatter.h"
 
 namespace ucp::log_detail {
 namespace {
@@ -95,6 +97,35 @@ TEST(LogFile, RollOnRequestShiftsFiles) {
   EXPECT_EQ(read_lines(dir / "server.log.1"), std::vector<std::string>{"line 3 xxxxxxxxxxxxxxxxx"});
   EXPECT_EQ(read_lines(dir / "server.log.2"), std::vector<std::string>{"line 2 xxxxxxxxxxxxxxxxx"});
   EXPECT_FALSE(exists(dir / "server.log.3"));
+}
+
+TEST(LogFile, DailyRollHappensOnceWhenTheDayAdvances) {
+  TempDir dir;
+  std::string error;
+  auto file = LogFile::open(dir / "server.log", 0, 5, error);
+  ASSERT_TRUE(file) << error;
+  int64_t now_ns = static_cast<int64_t>(std::time(nullptr)) * 1000000000;
+  int32_t today = RecordFormatter::day_of(now_ns);
+  int32_t tomorrow = RecordFormatter::day_of(now_ns + int64_t{26} * 3600 * 1000000000);
+  ASSERT_GT(tomorrow, today);
+  file->roll_if_later_day(today);
+  file->append("today\n");
+  file->roll_if_later_day(tomorrow);
+  file->append("tomorrow 1\n");
+  file->roll_if_later_day(today);  // a late record from before midnight: no second roll
+  file->roll_if_later_day(tomorrow);
+  file->append("tomorrow 2\n");
+  file.reset();
+  EXPECT_EQ(read_lines(dir / "server.log.1"), std::vector<std::string>{"today"});
+  EXPECT_EQ(read_lines(dir / "server.log"), (std::vector<std::string>{"tomorrow 1", "tomorrow 2"}));
+  EXPECT_FALSE(exists(dir / "server.log.2"));
+}
+
+TEST(RecordFormatter, DayOfAdvancesAcrossYearEnd) {
+  // 2026-12-31 12:00 and 2027-01-01 12:00 UTC are on different local days in every zone.
+  int64_t dec31 = int64_t{1798718400} * 1000000000;
+  int64_t jan1 = dec31 + int64_t{86400} * 1000000000;
+  EXPECT_LT(RecordFormatter::day_of(dec31), RecordFormatter::day_of(jan1));
 }
 
 TEST(LogFile, ZeroMaxFilesKeepsOnlyTheLiveFile) {

@@ -68,9 +68,7 @@ std::atomic<uint64_t> g_dropped_total{0};
 class Sinks {
  public:
   Sinks(std::unique_ptr<LogFile> file, std::unique_ptr<ConsoleSink> console, bool daily)
-      : file_(std::move(file)), console_(std::move(console)), daily_(daily) {
-    if (daily_) file_day_ = RecordFormatter::day_of(now_ns());
-  }
+      : file_(std::move(file)), console_(std::move(console)), daily_(daily) {}
 
   // `bytes` is the message, or the blob that `format` turns into it.
   void emit(int64_t time_ns, LogLevel level, int32_t tid, const char* file, int32_t line,
@@ -83,7 +81,7 @@ class Sinks {
       } catch (const std::exception& e) {
         // Only a runtime format string can get here (compile-time ones are checked).
         message_.clear();
-        fmt::format_to(std::back_inserter(message_), "[log format error: {}]", e.what());
+        fmt::format_to(fmt::appender(message_), "[log format error: {}]", e.what());
       }
       message = std::string_view(message_.data(), message_.size());
     }
@@ -91,12 +89,7 @@ class Sinks {
     formatter_.format(time_ns, level, tid, file, line, message, line_);
     std::string_view text(line_.data(), line_.size());
     if (file_) {
-      if (daily_ && formatter_.day() != file_day_) {
-        // Only a later day rolls: a record stamped just before midnight that arrives after
-        // the roll stays in the new file rather than rolling twice.
-        if (formatter_.day() > file_day_) file_->roll();
-        file_day_ = std::max(file_day_, formatter_.day());
-      }
+      if (daily_) file_->roll_if_later_day(formatter_.day());
       file_->append(text);
     }
     if (console_) console_->append(text, level);
@@ -120,7 +113,6 @@ class Sinks {
   std::unique_ptr<LogFile> file_;
   std::unique_ptr<ConsoleSink> console_;
   bool daily_;
-  int32_t file_day_ = 0;
   RecordFormatter formatter_;
   fmt::memory_buffer message_;  // a deferred record's message
   fmt::memory_buffer line_;
@@ -367,7 +359,7 @@ void write_fallback(LogLevel level, const char* file, int line, std::string_view
       format(bytes, message);
     } catch (const std::exception& e) {
       message.clear();
-      fmt::format_to(std::back_inserter(message), "[log format error: {}]", e.what());
+      fmt::format_to(fmt::appender(message), "[log format error: {}]", e.what());
     }
     bytes = std::string_view(message.data(), message.size());
   }

@@ -95,7 +95,7 @@ class Logger {
       return;
     }
     fmt::memory_buffer long_message;
-    fmt::vformat_to(std::back_inserter(long_message), format, fmt::make_format_args(args...));
+    fmt::vformat_to(fmt::appender(long_message), format, fmt::make_format_args(args...));
     write(level, file, line, std::string_view(long_message.data(), long_message.size()));
   }
   /// Like write(), but `blob` holds encoded arguments that `format` turns into the message
@@ -224,7 +224,7 @@ void format_blob(std::string_view blob, fmt::memory_buffer& out) {
   std::tuple<decltype(reader.get<Ts>())...> values{reader.get<Ts>()...};
   std::apply(
       [&](auto&... value) {
-        fmt::vformat_to(std::back_inserter(out), fmt::string_view(format.data(), format.size()),
+        fmt::vformat_to(fmt::appender(out), fmt::string_view(format.data(), format.size()),
                         fmt::make_format_args(value...));
       },
       values);
