@@ -89,6 +89,56 @@ bool SendOp::await_suspend(std::coroutine_handle<> caller) noexcept {
   return true;
 }
 
+SendAllOp::SendAllOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept
+    : Operation(loop), fd_(fd), data_(data) {
+  send_context_.owner = this;
+  send_context_.on_cqe = &on_send;
+}
+
+bool SendAllOp::start(std::coroutine_handle<> caller) noexcept {
+  send_context_.waiter = caller;
+  if (data_.empty()) {
+    context_.result = 0;
+    return false;
+  }
+  if (!submit_next()) {
+    context_.result = send_context_.result;
+    return false;
+  }
+  return true;
+}
+
+bool SendAllOp::submit_next() noexcept {
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, send_context_, sqes)) return false;
+  // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
+  io_uring_prep_send(sqes[0], fd_, data_.data() + sent_, data_.size() - sent_, MSG_NOSIGNAL);
+  io_uring_sqe_set_data(sqes[0], &send_context_);
+  return true;
+}
+
+std::coroutine_handle<> SendAllOp::on_send(IoContext& context, int32_t res, uint32_t) noexcept {
+  auto* self = static_cast<Context&>(context).owner;
+  if (res > 0) {
+    self->sent_ += static_cast<size_t>(res);
+    // A short send: the rest goes out from here, without waking the coroutine.
+    if (self->sent_ < self->data_.size() && self->submit_next()) return {};
+    if (self->sent_ < self->data_.size()) res = self->send_context_.result;  // refused
+  } else if (res == 0) {
+    res = -EPIPE;  // nothing sent of a non-empty buffer: the peer is gone
+  }
+  self->context_.result = res > 0 ? 0 : res;
+  return context.waiter;
+}
+
+void request_cancel(EventLoop& loop, const IoContext& target) noexcept {
+  if (loop.io_closed()) return;
+  io_uring_sqe* sqes[1];
+  if (!loop.ring().acquire(sqes, 1)) return;
+  io_uring_prep_cancel(sqes[0], const_cast<IoContext*>(&target), 0);
+  io_uring_sqe_set_data(sqes[0], nullptr);
+}
+
 bool ReadOp::await_suspend(std::coroutine_handle<> caller) noexcept {
   if (buffer_.empty()) {
     context_.result = -EINVAL;

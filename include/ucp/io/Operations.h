@@ -66,6 +66,12 @@ class LinkedTimeoutOperation : public Operation {
   /// The operation's result, refined by what the timer said.
   int32_t combined_result() const noexcept;
 
+ public:
+  /// The context a cancel must name to stop this operation (see request_cancel).
+  const IoContext& operation_context() const noexcept { return op_; }
+
+ protected:
+
   KernelTimespec timeout_;
   uint32_t timeout_ms_;
   Part op_;
@@ -96,6 +102,32 @@ class SendOp : public Operation {
  private:
   int fd_;
   std::span<const std::byte> data_;
+};
+
+/// Sends all of `data`, re-submitting after short sends inside the completion handler (the
+/// coroutine resumes once: all sent, or the first error). `start` may be called later than
+/// construction, e.g. when the awaiter waited its turn behind another send.
+class SendAllOp : public Operation {
+ public:
+  SendAllOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept;
+  /// Prepares the first send; false if it completed at once (error in result()).
+  bool start(std::coroutine_handle<> caller) noexcept;
+  bool await_suspend(std::coroutine_handle<> caller) noexcept { return start(caller); }
+  Result<void> await_resume() const noexcept { return void_from_cqe(context_.result); }
+  size_t sent() const noexcept { return sent_; }
+  int32_t result() const noexcept { return context_.result; }
+
+ private:
+  static std::coroutine_handle<> on_send(IoContext& context, int32_t res,
+                                         uint32_t flags) noexcept;
+  bool submit_next() noexcept;
+  struct Context : IoContext {
+    SendAllOp* owner = nullptr;
+  };
+  int fd_;
+  std::span<const std::byte> data_;
+  size_t sent_ = 0;
+  Context send_context_;
 };
 
 class ReadOp : public Operation {  // files and pipes: IORING_OP_READ at `offset` (-1: current)
@@ -186,6 +218,10 @@ class SleepOp : public Operation {
  private:
   KernelTimespec timeout_;
 };
+
+/// Fire-and-forget: asks the kernel to cancel the operation whose context is `target`.
+/// The target's own CQE (-ECANCELED, or its result if it won the race) still arrives.
+void request_cancel(EventLoop& loop, const IoContext& target) noexcept;
 
 /// Reads into `buffer`; with `timeout_ms` > 0 an IORING_OP_LINK_TIMEOUT bounds the wait.
 inline RecvOp recv(EventLoop& loop, int fd, std::span<std::byte> buffer,
