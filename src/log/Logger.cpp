@@ -34,6 +34,7 @@ using log_detail::LogRecord;
 using log_detail::RecordFormatter;
 
 constexpr int64_t kNsPerMs = 1000000;
+constexpr uint32_t kMaxQueue = 1u << 22;   // 1 GiB of slots: more is a configuration mistake
 constexpr size_t kMaxBatch = 4096;         // records per drain round before checking for flushes
 constexpr int64_t kFullWaitNs = kNsPerMs;  // re-check a full queue at least this often
 constexpr int64_t kFlushWaitNs = 10 * kNsPerMs;  // an ERROR re-checks its flush this often
@@ -62,6 +63,10 @@ int64_t steady_ns() noexcept {
 }
 
 std::atomic<uint64_t> g_dropped_total{0};
+
+// Before init and after shutdown: synchronous, to stderr.
+void write_fallback(LogLevel level, const char* file, int line, std::string_view bytes,
+                    DeferredFormat format);
 
 // The sinks and the formatter: what one writer (background thread, or the sync-mode lock
 // holder) owns.
@@ -138,6 +143,12 @@ class Backend {
               DeferredFormat format) {
     int64_t time_ns = now_ns();
     int32_t tid = current_tid();
+    if (finished_.load(std::memory_order_acquire)) {
+      // Logged while shutdown() ran (the contract says: stop logging first). The queue has
+      // no reader any more; the stderr fallback at least shows the record.
+      write_fallback(level, file, line, bytes, format);
+      return;
+    }
     if (!options_.async) {
       std::lock_guard lock(sync_mutex_);
       sinks_.emit(time_ns, level, tid, file, line, bytes, format);
@@ -215,13 +226,15 @@ class Backend {
         if (pushed) return;
       }
       if (queue_.try_push_with(fill, &position)) return;
+      if (finished_.load(std::memory_order_acquire)) return;  // nobody will free a slot
     }
   }
 
   void wait_written(size_t position) {
     flush_waiters_.fetch_add(1, std::memory_order_seq_cst);
     wake_consumer();
-    while (written_count_.load(std::memory_order_acquire) <= position) {
+    while (written_count_.load(std::memory_order_acquire) <= position &&
+           !finished_.load(std::memory_order_acquire)) {
       uint32_t epoch = written_epoch_.load(std::memory_order_seq_cst);
       if (written_count_.load(std::memory_order_seq_cst) > position) break;
       futex_wait(written_epoch_, epoch, kFlushWaitNs);
@@ -273,6 +286,8 @@ class Backend {
         if (queue_.claimed_unread()) continue;
         report_drops();
         flush_all();
+        finished_.store(true, std::memory_order_seq_cst);
+        wake_waiters();  // anyone still waiting must not wait for us any longer
         return;
       }
       // Queue empty: show the console lines now. While records keep coming, nap for
@@ -305,6 +320,13 @@ class Backend {
     }
   }
 
+  void wake_waiters() {
+    written_epoch_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(written_epoch_);
+    space_epoch_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(space_epoch_);
+  }
+
   void report_drops() {
     uint64_t dropped = dropped_.load(std::memory_order_relaxed);
     if (dropped == reported_drops_) return;
@@ -334,6 +356,7 @@ class Backend {
   std::atomic<uint32_t> flush_waiters_{0};
   std::atomic<size_t> written_count_{0};  // records written to the sinks so far
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> finished_{false};  // the background thread has written its last record
 };
 
 std::mutex g_lifecycle_mutex;  // serialises init and shutdown
@@ -343,6 +366,14 @@ std::atomic<Backend*> g_backend{nullptr};
 std::vector<std::unique_ptr<Backend>> g_retired;
 std::unique_ptr<Backend> g_current;
 bool g_atexit_registered = false;
+
+// Caller holds g_lifecycle_mutex.
+void retire_locked() noexcept {
+  if (!g_current) return;
+  g_backend.store(nullptr, std::memory_order_seq_cst);  // new records go to stderr
+  g_current->stop();
+  g_retired.push_back(std::move(g_current));
+}
 
 // Before init and after shutdown: synchronous, to stderr.
 std::mutex g_fallback_mutex;
@@ -391,7 +422,9 @@ std::optional<LogLevel> parse_log_level(std::string_view text) noexcept {
 }
 
 std::string Logger::init(const LogOptions& options) {
-  if (options.async && options.queue_capacity == 0) return "log queue_capacity must be > 0";
+  if (options.async && (options.queue_capacity == 0 || options.queue_capacity > kMaxQueue)) {
+    return fmt::format("log queue_capacity must be in 1..{}", kMaxQueue);
+  }
   std::unique_ptr<LogFile> file;
   if (!options.file.empty()) {
     std::string error;
@@ -401,9 +434,13 @@ std::string Logger::init(const LogOptions& options) {
   std::unique_ptr<ConsoleSink> console;
   if (options.console) console = std::make_unique<ConsoleSink>(STDOUT_FILENO);
 
-  shutdown();  // a second init replaces the first
   std::lock_guard lock(g_lifecycle_mutex);
-  g_current = std::make_unique<Backend>(options, std::move(file), std::move(console));
+  retire_locked();  // a second init replaces the first
+  try {
+    g_current = std::make_unique<Backend>(options, std::move(file), std::move(console));
+  } catch (const std::exception& e) {  // bad_alloc for the queue, system_error for the thread
+    return std::string("cannot start the logger: ") + e.what();
+  }
   set_level(options.level);
   g_backend.store(g_current.get(), std::memory_order_release);
   if (!g_atexit_registered) {
@@ -415,10 +452,7 @@ std::string Logger::init(const LogOptions& options) {
 
 void Logger::shutdown() noexcept {
   std::lock_guard lock(g_lifecycle_mutex);
-  if (!g_current) return;
-  g_backend.store(nullptr, std::memory_order_seq_cst);  // new records go to stderr
-  g_current->stop();
-  g_retired.push_back(std::move(g_current));
+  retire_locked();
 }
 
 uint64_t Logger::dropped() noexcept { return g_dropped_total.load(std::memory_order_relaxed); }

@@ -350,6 +350,44 @@ TEST_F(LoggerTest, FourThreadsHundredThousandRecordsEachAllPresentInOrder) {
   for (int n : next) EXPECT_EQ(n, kPerThread);
 }
 
+// The contract is to stop logging before shutdown(); a thread that does not must still
+// neither hang (ERROR waits for its write) nor crash. Its late records go to stderr.
+TEST_F(LoggerTest, LoggingDuringShutdownNeitherHangsNorCrashes) {
+  for (bool async : {true, false}) {
+    auto options = file_options(dir_ / "server.log");
+    options.async = async;
+    options.queue_capacity = 64;
+    ASSERT_EQ(Logger::init(options), "");
+    int saved_stderr = ::dup(STDERR_FILENO);
+    int null_fd = ::open("/dev/null", O_WRONLY);
+    ::dup2(null_fd, STDERR_FILENO);  // the late records' fallback lines
+    std::atomic<bool> stop{false};
+    std::atomic<int> started{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&stop, &started, t] {
+        started.fetch_add(1);
+        for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+          if (i % 64 == 0) {
+            LOG_ERROR("late error {} {}", t, i);
+          } else {
+            LOG_INFO("late info {} {}", t, i);
+          }
+        }
+      });
+    }
+    while (started.load() < 3) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Logger::shutdown();
+    stop.store(true);
+    for (auto& thread : threads) thread.join();
+    ::dup2(saved_stderr, STDERR_FILENO);
+    ::close(saved_stderr);
+    ::close(null_fd);
+    EXPECT_FALSE(read_lines(dir_ / "server.log").empty());
+  }
+}
+
 // A FIFO nobody reads stalls the background thread's write(), so a small queue fills up
 // deterministically; reading the FIFO later lets it finish.
 class StalledSinkTest : public LoggerTest {
