@@ -22,6 +22,7 @@
 #   BENCH_SERVERS ["ucp epoll_echo asio_echo uring_bare_echo"]   BENCH_HTTP_SERVERS ["ucp nginx"]
 #   BENCH_ECHO [1]  BENCH_HTTP [1]  BENCH_SYSCALLS [1: when perf can count syscalls]
 #   BENCH_SERVER_CPUS [0]  BENCH_CLIENT_CPUS [1]  BENCH_CLIENT_THREADS [1]  BENCH_DEPTH [1]
+#   BENCH_WARMUP [1]: seconds of full load before each measured interval (not counted)
 #   BENCH_NICE [-10 as root, else 0]: nice level of server and client
 #   BENCH_NO_BUILD [unset]: do not configure and build first (make bench has built already)
 set -euo pipefail
@@ -43,6 +44,7 @@ SERVER_CPUS=${BENCH_SERVER_CPUS:-0}
 CLIENT_CPUS=${BENCH_CLIENT_CPUS:-1}
 CLIENT_THREADS=${BENCH_CLIENT_THREADS:-1}
 DEPTH=${BENCH_DEPTH:-1}
+WARMUP=${BENCH_WARMUP:-1}
 # Server and client run at a higher priority (root only) so that other work on this machine
 # takes less of their cores; all servers get the same treatment.
 if [ "$(id -u)" -eq 0 ]; then NICE=${BENCH_NICE:--10}; else NICE=${BENCH_NICE:-0}; fi
@@ -152,14 +154,23 @@ start_server() {
   [ -n "${BENCH_DEBUG:-}" ] && log "server $name: pid $SERVER_PID ($(cat /proc/$SERVER_PID/comm 2>/dev/null)), autogroup $(cat /proc/$SERVER_PID/autogroup 2>/dev/null)"
   for i in $(seq 1 200); do  # 10 s at most
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      tail -5 "$logfile" >&2
-      die "$name exited at start-up (log: $logfile)"
+      wait "$SERVER_PID" 2>/dev/null || true
+      SERVER_PID=""
+      log "ERROR: $name exited at start-up (log: $logfile):"
+      tail -3 "$logfile" | sed 's/^/    /'
+      return 1
     fi
     if ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q LISTEN; then return 0; fi
     sleep 0.05
   done
   stop_server
-  die "$name did not listen on port $PORT within 10 s (log: $logfile)"
+  log "ERROR: $name did not listen on port $PORT within 10 s (log: $logfile)"
+  return 1
+}
+
+# failed_run KIND NAME SIZE CONNS RUN: records a run whose server did not start as an error.
+failed_run() {
+  printf '%s\t%s\t%s\t%s\t%s\t0\t0\t0\t0\t1\t0\t0\t-1\t-1\t-1\n' "$@" >>"$DATA"
 }
 
 # stop_server: SIGTERM to that one PID, wait up to 10 s for it to exit, then SIGKILL.
@@ -197,9 +208,9 @@ TICKS=$(getconf CLK_TCK)
 #          server_cpu_s server_user_s client_cpu_s
 echo_run() {
   local name=$1 size=$2 conns=$3 run=$4 json rc=0
-  start_server "$name" echo
+  start_server "$name" echo || { failed_run echo "$name" "$size" "$conns" "$run"; return 0; }
   json=$(pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" -c "$conns" -s "$size" \
-    -d "$DURATION" -P "$DEPTH" -t "$CLIENT_THREADS" --json --server-pid "$SERVER_PID" \
+    -d "$DURATION" -w "$WARMUP" -P "$DEPTH" -t "$CLIENT_THREADS" --json --server-pid "$SERVER_PID" \
     2>>"$RAW/client-$name-$size-$conns-$run.log") || rc=$?
   stop_server
   echo "$json" >>"$RAW/client-$name-$size-$conns-$run.log"
@@ -225,7 +236,10 @@ EOF
 # http_run NAME CONNS RUN: one wrk run; the server CPU is sampled around it.
 http_run() {
   local name=$1 conns=$2 run=$3 out before after start end
-  start_server "$name" http
+  start_server "$name" http || { failed_run http "$name" 0 "$conns" "$run"; return 0; }
+  if [ "$WARMUP" -gt 0 ]; then  # wrk has no warm-up of its own: a short unmeasured run
+    (pinned "$CLIENT_CPUS" wrk -t1 -c"$conns" -d"${WARMUP}s" "http://127.0.0.1:$PORT/" >/dev/null 2>&1) || true
+  fi
   before=$(cpu_ticks "$SERVER_PID")
   start=$(date +%s.%N)
   out=$(pinned "$CLIENT_CPUS" wrk -t1 -c"$conns" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT/" 2>&1) || true
@@ -269,11 +283,11 @@ EOF
 syscall_pass() {
   local kind=$1 name=$2 size=$3 conns=$4 d client_pid perf_pid out qps i
   d=$(( DURATION < 4 ? 4 : DURATION ))
-  start_server "$name" "$kind"
+  start_server "$name" "$kind" || return 0
   local clog=$RAW/syscalls-client-$kind-$name-$size-$conns.log perf_out=$RAW/syscalls-perf-$kind-$name-$size-$conns.csv
   if [ "$kind" = echo ]; then
     pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" -c "$conns" -s "$size" \
-      -d "$d" -P "$DEPTH" -t "$CLIENT_THREADS" --json >"$clog" 2>&1 &
+      -d "$d" -w "$WARMUP" -P "$DEPTH" -t "$CLIENT_THREADS" --json >"$clog" 2>&1 &
     client_pid=$!
     for i in $(seq 1 1200); do  # the first progress line ends the ramp; 120 s at most
       grep -q '^\[' "$clog" 2>/dev/null && break
@@ -324,7 +338,7 @@ total=0
 [ "$DO_ECHO" = 1 ] && total=$(( total + n_sizes * n_conns * n_echo * RUNS ))
 [ "$DO_HTTP" = 1 ] && total=$(( total + n_hconns * n_http * RUNS ))
 log "machine: $CPU_MODEL, $CPU_COUNT CPUs, kernel $KERNEL, liburing $LIBURING"
-log "$total measured runs of ${DURATION} s (+ ramp and start-up each): about $(( total * (DURATION + 2) / 60 + 1 )) min; raw logs in $RAW"
+log "$total measured runs of ${DURATION} s (+ ramp and start-up each): about $(( total * (DURATION + WARMUP + 2) / 60 + 1 )) min; raw logs in $RAW"
 done_runs=0
 progress() {
   done_runs=$(( done_runs + 1 ))
@@ -376,7 +390,7 @@ data_path, sys_path, report, results, stamp = sys.argv[1:]
 meta = {
     "cpu": """$CPU_MODEL""", "count": "$CPU_COUNT", "kernel": "$KERNEL", "liburing": "$LIBURING",
     "duration": "$DURATION", "runs": "$RUNS", "server_cpus": "$SERVER_CPUS",
-    "client_cpus": "$CLIENT_CPUS", "client_threads": "$CLIENT_THREADS", "depth": "$DEPTH", "nice": "$NICE",
+    "client_cpus": "$CLIENT_CPUS", "client_threads": "$CLIENT_THREADS", "depth": "$DEPTH", "nice": "$NICE", "warmup": "$WARMUP",
     "config": """$CONFIG_USED""".replace("PROTOCOL", "echo|http"), "host": "$HOST",
     "ucp": "$ucp_available" == "1", "commit": """$(git rev-parse --short HEAD 2>/dev/null || echo unknown)""",
     "compiler": """$(c++ --version 2>/dev/null | head -1)""",
@@ -428,14 +442,15 @@ w(f"# UCP benchmark report: {stamp}\n")
 w("## Machine and configuration\n")
 w(f"- CPU: {meta['cpu']}, {meta['count']} CPUs; kernel {meta['kernel']}; liburing {meta['liburing']}; {meta['compiler']}")
 w(f"- Commit {meta['commit']}. Server pinned to CPU(s) {meta['server_cpus']}, client to CPU(s) {meta['client_cpus']} (taskset), both at nice {meta['nice']}; loopback 127.0.0.1.")
-w(f"- {meta['runs']} runs of {meta['duration']} s per point, servers alternating in each run round, each started fresh.")
+w(f"- {meta['runs']} runs of {meta['duration']} s per point after {meta['warmup']} s of unmeasured warm-up load, servers alternating in each run round, each started fresh.")
 w(f"- Echo client: bench_client, {meta['client_threads']} thread(s), depth {meta['depth']}, every echoed byte verified.  HTTP client: wrk -t1 --latency.")
 if meta["ucp"]:
     w(f"- UCP: {meta['config']}")
     try:  # the file the overrides apply to, without its comments
         lines = [l.split(" ;")[0].split(" #")[0].rstrip() for l in open("config/ucp.conf")]
         lines = [l for l in lines if l.strip() and not l.lstrip().startswith(("#", ";"))]
-        w("  config/ucp.conf: `" + " ".join(l.strip().replace(" ", "") for l in lines) + "`")
+        tick = chr(96)  # a backquote (this text is an unquoted here-document)
+        w("  config/ucp.conf: " + tick + " ".join(l.strip().replace(" ", "") for l in lines) + tick)
     except OSError:
         w("  (config/ucp.conf not found: built-in defaults)")
 else:

@@ -1,13 +1,14 @@
 // bench_client: echo pingpong load generator (SPEC §7).
 //
 //   bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] [-t THREADS] [--json]
-//                [--server-pid PID]
+//                [-w WARMUP_SECONDS] [--server-pid PID]
 //
 // Each thread runs one level-triggered epoll loop over its share of the connections. A run has
 // three phases:
 //   ramp     connect every connection (at most kMaxConnectsInFlight per thread at once, refused or
 //            EAGAIN connects retried for kConnectRetryMs), then echo one warm-up message on each,
 //            so that the server has accepted and served every connection before the clock starts;
+//   warm-up  optional (-w): full load, nothing counted (page faults, TCP windows settle);
 //   measure  each connection keeps DEPTH messages of SIZE bytes in flight for SECONDS; every
 //            echoed byte is compared with what was sent, every completed message is one request
 //            and one latency sample (first byte written -> last byte echoed);
@@ -87,13 +88,14 @@ struct Options {
   int threads = 1;
   bool json = false;
   int server_pid = 0;
+  int warmup_s = 0;
 };
 
 [[noreturn]] void usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "bench_client: %s\n", why);
   std::fprintf(stderr,
                "usage: bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] "
-               "[-t THREADS] [--json] [--server-pid PID]\n"
+               "[-t THREADS] [-w WARMUP_SECONDS] [--json] [--server-pid PID]\n"
                "  echo pingpong: each connection keeps DEPTH (default 1) messages of SIZE bytes "
                "in flight;\n"
                "  every echoed byte is verified; exit 1 on any error, 2 on bad usage.\n");
@@ -139,6 +141,8 @@ Options parse_options(int argc, char** argv) {
       options.depth = static_cast<int>(parse_number(flag, value, 1, 1024));
     } else if (flag == "-t") {
       options.threads = static_cast<int>(parse_number(flag, value, 1, 256));
+    } else if (flag == "-w") {
+      options.warmup_s = static_cast<int>(parse_number(flag, value, 0, 3600));
     } else if (flag == "--server-pid") {
       options.server_pid = static_cast<int>(parse_number(flag, value, 1, 1 << 30));
     } else {
@@ -290,7 +294,8 @@ struct Shared {
   std::atomic<int> ramped_threads{0};
   std::atomic<bool> ramp_failed{false};
   std::atomic<int> reported_mismatches{0};
-  int64_t measure_end_ns = 0;  // written before phase becomes kMeasure
+  int64_t record_start_ns = 0;  // end of the warm-up; both written before phase is kMeasure
+  int64_t measure_end_ns = 0;
 };
 
 /// Counters one load thread writes and the main thread reads once per second.
@@ -617,10 +622,12 @@ class LoadThread {
     const uint64_t after = conn.received / size;
     if (after == before || !measuring_) return;
     const int64_t now = now_ns();
+    const bool record = now >= shared_.record_start_ns;  // not during the warm-up
     for (uint64_t seq = before; seq < after; ++seq) {
-      histogram_.record(now - send_times_[slot(index, seq)]);
+      if (record) histogram_.record(now - send_times_[slot(index, seq)]);
       issue(conn, index, now);
     }
+    if (!record) return;
     counters_.requests.fetch_add(after - before, std::memory_order_relaxed);
     counters_.bytes.fetch_add((after - before) * size, std::memory_order_relaxed);
   }
@@ -755,12 +762,21 @@ int main(int argc, char** argv) {
   const double ramp_s = static_cast<double>(now_ns() - ramp_start) / 1e9;
   const bool ramp_ok = !shared.ramp_failed.load() && !g_interrupted.load();
 
+  // Load starts now; counting, latency samples and CPU sampling after the warm-up.
+  shared.record_start_ns = now_ns() + int64_t{options.warmup_s} * 1'000'000'000;
+  shared.measure_end_ns = shared.record_start_ns + static_cast<int64_t>(options.seconds * 1e9);
+  shared.phase.store(ramp_ok ? Phase::kMeasure : Phase::kStop);
+  if (ramp_ok && options.warmup_s > 0) {
+    std::fprintf(progress, "warm-up: %d s\n", options.warmup_s);
+    std::fflush(progress);
+    while (now_ns() < shared.record_start_ns && !g_interrupted.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   CpuTimes client_before = self_cpu();
   std::optional<CpuTimes> server_before;
   if (options.server_pid != 0) server_before = process_cpu(options.server_pid);
   const int64_t start = now_ns();
-  shared.measure_end_ns = start + static_cast<int64_t>(options.seconds * 1e9);
-  shared.phase.store(ramp_ok ? Phase::kMeasure : Phase::kStop);
 
   uint64_t last_requests = 0;
   uint64_t last_bytes = 0;
