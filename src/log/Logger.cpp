@@ -34,7 +34,7 @@ using log_detail::LogRecord;
 using log_detail::RecordFormatter;
 
 constexpr int64_t kNsPerMs = 1000000;
-constexpr uint32_t kMaxQueue = 1u << 22;   // 1 GiB of slots: more is a configuration mistake
+constexpr uint32_t kMaxQueue = 1u << 24;   // what [log] queue_capacity allows: 4 GiB of slots
 constexpr size_t kMaxBatch = 4096;         // records per drain round before checking for flushes
 constexpr int64_t kFullWaitNs = kNsPerMs;  // re-check a full queue at least this often
 constexpr int64_t kFlushWaitNs = 10 * kNsPerMs;  // an ERROR re-checks its flush this often
