@@ -13,7 +13,7 @@ namespace {
 
 constexpr size_t kHeaderSize = 16;  // keeps user memory aligned to alignof(max_align_t)
 constexpr size_t kMinClassShift = 6;  // 64 bytes
-constexpr size_t kClassCount = 7;     // 64 .. 4096
+constexpr size_t kClassCount = 8;     // 64 .. 8192
 constexpr size_t kChunkSize = 64 * 1024;
 constexpr uint32_t kHeapClass = 0xffffffff;
 
@@ -130,7 +130,7 @@ thread_local ThreadPool t_pool;
 
 void* MemoryPool::allocate(size_t size) {
   size_t total = size + kHeaderSize;
-  if (total > kMaxBlockSize || t_pool.pool == nullptr) {
+  if (total > class_bytes(kClassCount - 1) || t_pool.pool == nullptr) {
     auto* header = static_cast<Header*>(::operator new(total));
     header->owner = nullptr;
     header->size_class = kHeapClass;

@@ -39,6 +39,16 @@ TEST(MemoryPool, BlocksAreAlignedAndDoNotOverlapAcrossSizes) {
   for (void* p : blocks) MemoryPool::deallocate(p);
 }
 
+TEST(MemoryPool, ServesFourKibPayloadsFromThePool) {
+  auto before = MemoryPool::thread_stats();
+  void* page = MemoryPool::allocate(4096);
+  EXPECT_EQ(MemoryPool::thread_stats().outstanding, before.outstanding + 1);
+  void* largest = MemoryPool::allocate(MemoryPool::kMaxBlockSize);
+  EXPECT_EQ(MemoryPool::thread_stats().outstanding, before.outstanding + 2);
+  MemoryPool::deallocate(page);
+  MemoryPool::deallocate(largest);
+}
+
 TEST(MemoryPool, LargeRequestsFallBackToTheHeap) {
   auto before = MemoryPool::thread_stats();
   void* big = MemoryPool::allocate(MemoryPool::kMaxBlockSize * 4);

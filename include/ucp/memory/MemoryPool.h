@@ -2,8 +2,9 @@
 // MemoryPool: per-thread pools of fixed-size blocks for small, frequent objects
 // (coroutine frames through promise_type::operator new, IoContexts).
 //
-// Each thread owns one pool with size classes 64, 128, ..., 4096 bytes; larger requests go
-// to the heap. A block carries a 16-byte header naming its owner pool and class:
+// Each thread owns one pool with size classes 64, 128, ..., 8192 bytes (header included, so
+// payloads up to kMaxBlockSize = 8176 bytes, e.g. a frame holding a 4 KiB buffer); larger
+// requests go to the heap. A block carries a 16-byte header naming its owner pool and class:
 //
 //   | owner Pool* (8) | class (4) | pad (4) | user bytes ... |
 //
@@ -23,7 +24,7 @@ namespace ucp {
 
 class MemoryPool {
  public:
-  static constexpr size_t kMaxBlockSize = 4096;
+  static constexpr size_t kMaxBlockSize = 8192 - 16;  // largest payload served from the pool
 
   static void* allocate(size_t size);
   static void deallocate(void* pointer) noexcept;
