@@ -366,7 +366,7 @@ TEST_F(HostileClients, ConnectionChurnLeaksNeitherFdsNorMemory) {
         break;
       }
       case 2:  // data sent, reset before reading the echo
-        (void)send_all(fd->get(), std::string_view(out, 50));
+        (void)send_text(fd->get(), std::string_view(out, 50));
         break;
       default:  // connect and leave at once
         break;

@@ -126,7 +126,8 @@ inline Result<void> send_all(int fd, std::span<const char> data, int64_t timeout
   return {};
 }
 
-inline Result<void> send_all(int fd, std::string_view data, int64_t timeout_ms = 10000) {
+/// send_all for text (a separate name: a string converts to both span and string_view).
+inline Result<void> send_text(int fd, std::string_view data, int64_t timeout_ms = 10000) {
   return send_all(fd, std::span<const char>(data.data(), data.size()), timeout_ms);
 }
 
