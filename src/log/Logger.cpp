@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -131,7 +132,12 @@ class Backend {
       : options_(options),
         sinks_(std::move(file), std::move(console), options.daily),
         queue_(options.async ? options.queue_capacity : 2) {
-    if (options_.async) thread_ = std::thread([this] { run(); });
+    if (options_.async) {
+      thread_ = std::thread([this] {
+        ::pthread_setname_np(::pthread_self(), "ucp-log");  // for top -H, perf, gdb
+        run();
+      });
+    }
   }
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
