@@ -104,7 +104,8 @@ Stats summarise(std::vector<std::vector<uint32_t>>& per_thread, int64_t elapsed_
   for (auto& v : per_thread) all.insert(all.end(), v.begin(), v.end());
   std::sort(all.begin(), all.end());
   auto at = [&](double q) {
-    return static_cast<double>(all[std::min(all.size() - 1, static_cast<size_t>(q * all.size()))]);
+    return static_cast<double>(
+        all[std::min(all.size() - 1, static_cast<size_t>(q * static_cast<double>(all.size())))]);
   };
   Stats s;
   s.p50 = at(0.50);
