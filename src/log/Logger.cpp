@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -350,10 +349,9 @@ class Backend {
   std::thread thread_;
   uint64_t reported_drops_ = 0;  // background thread
 
-  // Written by producers, read by the background thread.
   // Read by producers on every record, written by the consumer when it naps or sleeps.
   alignas(64) std::atomic<uint8_t> sleep_state_{kAwake};
-  std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> dropped_{0};  // producers add, the background thread reports
   // Sleep/wake words. Each is a futex; a waiter re-checks its condition after reading it.
   alignas(64) std::atomic<uint32_t> wake_epoch_{0};  // consumer sleeps here
   std::atomic<uint32_t> space_epoch_{0};             // producers wait for a free slot
@@ -367,9 +365,10 @@ class Backend {
 
 std::mutex g_lifecycle_mutex;  // serialises init and shutdown
 std::atomic<Backend*> g_backend{nullptr};
-// Shut-down backends are kept (stopped) until exit: a thread that loaded the pointer just
-// before shutdown may still touch the queue. Their memory goes at exit.
-std::vector<std::unique_ptr<Backend>> g_retired;
+// The last shut-down backend is kept (stopped): a thread that loaded the pointer just
+// before shutdown may still be inside submit(). It is freed at the next shutdown or at
+// exit, long after any such call has returned (a stopped backend never makes one wait).
+std::unique_ptr<Backend> g_retired;
 std::unique_ptr<Backend> g_current;
 bool g_atexit_registered = false;
 
@@ -378,7 +377,7 @@ void retire_locked() noexcept {
   if (!g_current) return;
   g_backend.store(nullptr, std::memory_order_seq_cst);  // new records go to stderr
   g_current->stop();
-  g_retired.push_back(std::move(g_current));
+  g_retired = std::move(g_current);
 }
 
 // Before init and after shutdown: synchronous, to stderr.
