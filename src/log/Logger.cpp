@@ -78,20 +78,21 @@ class Sinks {
   // `bytes` is the message, or the blob that `format` turns into it.
   void emit(int64_t time_ns, LogLevel level, int32_t tid, const char* file, int32_t line,
             std::string_view bytes, DeferredFormat format) {
-    std::string_view message = bytes;
-    if (format != nullptr) {
-      message_.clear();
+    line_.clear();
+    formatter_.append_prefix(time_ns, level, tid, file, line, line_);
+    if (format == nullptr) {
+      line_.append(bytes.data(), bytes.data() + bytes.size());
+    } else {
+      size_t prefix_size = line_.size();
       try {
-        format(bytes, message_);
+        format(bytes, line_);  // the message goes straight after the prefix
       } catch (const std::exception& e) {
         // Only a runtime format string can get here (compile-time ones are checked).
-        message_.clear();
-        fmt::format_to(fmt::appender(message_), "[log format error: {}]", e.what());
+        line_.resize(prefix_size);
+        fmt::format_to(fmt::appender(line_), "[log format error: {}]", e.what());
       }
-      message = std::string_view(message_.data(), message_.size());
     }
-    line_.clear();
-    formatter_.format(time_ns, level, tid, file, line, message, line_);
+    line_.push_back('\n');
     std::string_view text(line_.data(), line_.size());
     if (file_) {
       if (daily_) file_->roll_if_later_day(formatter_.day());
@@ -119,7 +120,6 @@ class Sinks {
   std::unique_ptr<ConsoleSink> console_;
   bool daily_;
   RecordFormatter formatter_;
-  fmt::memory_buffer message_;  // a deferred record's message
   fmt::memory_buffer line_;
 };
 

@@ -57,8 +57,8 @@ void RecordFormatter::refresh(int64_t second) {
   day_ = local.tm_year * 1000 + local.tm_yday;
 }
 
-void RecordFormatter::format(int64_t time_ns, LogLevel level, int32_t tid, const char* file,
-                             int32_t line, std::string_view message, fmt::memory_buffer& out) {
+void RecordFormatter::append_prefix(int64_t time_ns, LogLevel level, int32_t tid, const char* file,
+                                    int32_t line, fmt::memory_buffer& out) {
   int64_t second = floor_second(time_ns);
   if (second != cached_second_) refresh(second);
   char stamp[kLevelOffset + kLevelWidth + 1];
@@ -71,14 +71,16 @@ void RecordFormatter::format(int64_t time_ns, LogLevel level, int32_t tid, const
   fmt::format_int tid_text(tid);
   out.append(tid_text.data(), tid_text.data() + tid_text.size());
   out.push_back(' ');
-  auto name = base_name(file != nullptr ? file : "?");
+  if (file != last_file_) {  // records from one call site often come in runs
+    last_file_ = file;
+    last_base_name_ = base_name(file != nullptr ? file : "?");
+  }
+  std::string_view name = last_base_name_;
   out.append(name.data(), name.data() + name.size());
   out.push_back(':');
   fmt::format_int line_text(line);
   out.append(line_text.data(), line_text.data() + line_text.size());
   out.push_back(' ');
-  out.append(message.data(), message.data() + message.size());
-  out.push_back('\n');
 }
 
 }  // namespace ucp::log_detail

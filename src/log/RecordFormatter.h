@@ -24,7 +24,15 @@ class RecordFormatter {
 
   /// Appends the line (with its '\n') to `out`.
   void format(int64_t time_ns, LogLevel level, int32_t tid, const char* file, int32_t line,
-              std::string_view message, fmt::memory_buffer& out);
+              std::string_view message, fmt::memory_buffer& out) {
+    append_prefix(time_ns, level, tid, file, line, out);
+    out.append(message.data(), message.data() + message.size());
+    out.push_back('\n');
+  }
+  /// Appends everything before the message ("... Server.cpp:42 "), so that the caller can
+  /// format the message straight after it.
+  void append_prefix(int64_t time_ns, LogLevel level, int32_t tid, const char* file, int32_t line,
+                     fmt::memory_buffer& out);
   /// Local calendar day (year * 1000 + day of year) of the last formatted record.
   int32_t day() const noexcept { return day_; }
   /// Local calendar day of `time_ns`.
@@ -36,6 +44,8 @@ class RecordFormatter {
   int64_t cached_second_ = INT64_MIN;
   int32_t day_ = 0;
   char prefix_[20] = {};  // "YYYY-MM-DD HH:MM:SS."
+  const char* last_file_ = nullptr;
+  std::string_view last_base_name_ = "?";
 };
 
 }  // namespace ucp::log_detail
