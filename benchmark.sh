@@ -23,6 +23,9 @@
 #   BENCH_ECHO [1]  BENCH_HTTP [1]  BENCH_SYSCALLS [1: when perf can count syscalls]
 #   BENCH_SERVER_CPUS [0]  BENCH_CLIENT_CPUS [1]  BENCH_CLIENT_THREADS [1]  BENCH_DEPTH [1]
 #   BENCH_WARMUP [1]: seconds of full load before each measured interval (not counted)
+#   BENCH_CLIENT_MODE [epoll]: bench_client on epoll (one send per syscall, arrivals spread
+#     like independent clients) or uring (--uring: every connection's sends in one
+#     io_uring_enter, a cheaper client but synchronized bursts that flatter batching servers)
 #   BENCH_NICE [-10 as root, else 0]: nice level of server and client
 #   BENCH_NO_BUILD [unset]: do not configure and build first (make bench has built already)
 set -euo pipefail
@@ -45,6 +48,12 @@ CLIENT_CPUS=${BENCH_CLIENT_CPUS:-1}
 CLIENT_THREADS=${BENCH_CLIENT_THREADS:-1}
 DEPTH=${BENCH_DEPTH:-1}
 WARMUP=${BENCH_WARMUP:-1}
+CLIENT_MODE=${BENCH_CLIENT_MODE:-epoll}
+case $CLIENT_MODE in
+  epoll) CLIENT_MODE_FLAG=() ;;
+  uring) CLIENT_MODE_FLAG=(--uring) ;;
+  *) echo "benchmark.sh: BENCH_CLIENT_MODE must be epoll or uring" >&2; exit 2 ;;
+esac
 # Server and client run at a higher priority (root only) so that other work on this machine
 # takes less of their cores; all servers get the same treatment.
 if [ "$(id -u)" -eq 0 ]; then NICE=${BENCH_NICE:--10}; else NICE=${BENCH_NICE:-0}; fi
@@ -210,7 +219,8 @@ echo_run() {
   local name=$1 size=$2 conns=$3 run=$4 json rc=0
   start_server "$name" echo || { failed_run echo "$name" "$size" "$conns" "$run"; return 0; }
   json=$(pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" -c "$conns" -s "$size" \
-    -d "$DURATION" -w "$WARMUP" -P "$DEPTH" -t "$CLIENT_THREADS" --json --server-pid "$SERVER_PID" \
+    -d "$DURATION" -w "$WARMUP" -P "$DEPTH" -t "$CLIENT_THREADS" "${CLIENT_MODE_FLAG[@]}" \
+    --json --server-pid "$SERVER_PID" \
     2>>"$RAW/client-$name-$size-$conns-$run.log") || rc=$?
   stop_server
   echo "$json" >>"$RAW/client-$name-$size-$conns-$run.log"
@@ -287,7 +297,8 @@ syscall_pass() {
   local clog=$RAW/syscalls-client-$kind-$name-$size-$conns.log perf_out=$RAW/syscalls-perf-$kind-$name-$size-$conns.csv
   if [ "$kind" = echo ]; then
     pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" -c "$conns" -s "$size" \
-      -d "$d" -w "$WARMUP" -P "$DEPTH" -t "$CLIENT_THREADS" --json >"$clog" 2>&1 &
+      -d "$d" -w "$WARMUP" -P "$DEPTH" -t "$CLIENT_THREADS" "${CLIENT_MODE_FLAG[@]}" --json \
+      >"$clog" 2>&1 &
     client_pid=$!
     for i in $(seq 1 1200); do  # the first progress line ends the ramp; 120 s at most
       grep -q '^\[' "$clog" 2>/dev/null && break
@@ -390,12 +401,12 @@ data_path, sys_path, report, results, stamp = sys.argv[1:]
 meta = {
     "cpu": """$CPU_MODEL""", "count": "$CPU_COUNT", "kernel": "$KERNEL", "liburing": "$LIBURING",
     "duration": "$DURATION", "runs": "$RUNS", "server_cpus": "$SERVER_CPUS",
-    "client_cpus": "$CLIENT_CPUS", "client_threads": "$CLIENT_THREADS", "depth": "$DEPTH", "nice": "$NICE", "warmup": "$WARMUP",
+    "client_cpus": "$CLIENT_CPUS", "client_threads": "$CLIENT_THREADS", "depth": "$DEPTH", "nice": "$NICE", "warmup": "$WARMUP", "client_mode": "$CLIENT_MODE",
     "config": """$CONFIG_USED""".replace("PROTOCOL", "echo|http"), "host": "$HOST",
     "ucp": "$ucp_available" == "1", "commit": """$(git rev-parse --short HEAD 2>/dev/null || echo unknown)""",
     "compiler": """$(c++ --version 2>/dev/null | head -1)""",
     "load_start": "$LOAD_START", "load_end": "$(cut -d' ' -f1-3 /proc/loadavg)",
-    "command": """BENCH_SIZES="$SIZES" BENCH_CONNS="$CONNS" BENCH_HTTP_CONNS="$HTTP_CONNS" BENCH_SECONDS=$DURATION BENCH_RUNS=$RUNS ./benchmark.sh""",
+    "command": """BENCH_CLIENT_MODE=$CLIENT_MODE BENCH_SIZES="$SIZES" BENCH_CONNS="$CONNS" BENCH_HTTP_CONNS="$HTTP_CONNS" BENCH_SECONDS=$DURATION BENCH_RUNS=$RUNS ./benchmark.sh""",
 }
 F = ["kind", "server", "size", "conns", "run", "qps", "p50", "p99", "p999", "errors", "requests",
      "seconds", "cpu", "user", "client_cpu"]
@@ -443,7 +454,7 @@ w("## Machine and configuration\n")
 w(f"- CPU: {meta['cpu']}, {meta['count']} CPUs; kernel {meta['kernel']}; liburing {meta['liburing']}; {meta['compiler']}")
 w(f"- Commit {meta['commit']}. Server pinned to CPU(s) {meta['server_cpus']}, client to CPU(s) {meta['client_cpus']} (taskset), both at nice {meta['nice']}; loopback 127.0.0.1.")
 w(f"- {meta['runs']} runs of {meta['duration']} s per point after {meta['warmup']} s of unmeasured warm-up load, servers alternating in each run round, each started fresh.")
-w(f"- Echo client: bench_client, {meta['client_threads']} thread(s), depth {meta['depth']}, every echoed byte verified.  HTTP client: wrk -t1 --latency.")
+w(f"- Echo client: bench_client on {meta['client_mode']}, {meta['client_threads']} thread(s), depth {meta['depth']}, every echoed byte verified.  HTTP client: wrk -t1 --latency.")
 if meta["ucp"]:
     w(f"- UCP: {meta['config']}")
     try:  # the file the overrides apply to, without its comments

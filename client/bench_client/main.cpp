@@ -44,11 +44,13 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <liburing.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -87,6 +89,7 @@ struct Options {
   int depth = 1;
   int threads = 1;
   bool json = false;
+  bool uring = false;  // measure on io_uring instead of epoll
   int server_pid = 0;
   int warmup_s = 0;
 };
@@ -95,7 +98,7 @@ struct Options {
   if (why != nullptr) std::fprintf(stderr, "bench_client: %s\n", why);
   std::fprintf(stderr,
                "usage: bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] "
-               "[-t THREADS] [-w WARMUP_SECONDS] [--json] [--server-pid PID]\n"
+               "[-t THREADS] [-w WARMUP_SECONDS] [--uring] [--json] [--server-pid PID]\n"
                "  echo pingpong: each connection keeps DEPTH (default 1) messages of SIZE bytes "
                "in flight;\n"
                "  every echoed byte is verified; exit 1 on any error, 2 on bad usage.\n");
@@ -122,6 +125,10 @@ Options parse_options(int argc, char** argv) {
     if (flag == "--help") usage(nullptr);
     if (flag == "--json") {
       options.json = true;
+      continue;
+    }
+    if (flag == "--uring") {
+      options.uring = true;
       continue;
     }
     if (i + 1 >= argc) usage((std::string(flag) + " needs a value").c_str());
@@ -283,6 +290,147 @@ std::optional<CpuTimes> process_cpu(int pid) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// io_uring driver of one load thread (--uring): a ring, a provided buffer ring for the
+// multishot recvs, and the two operations. user_data: operation << 32 | connection index.
+
+class UringLoop {
+ public:
+  static constexpr uint64_t kRecv = 1;
+  static constexpr uint64_t kSend = 2;
+
+  UringLoop() = default;
+  UringLoop(const UringLoop&) = delete;
+  UringLoop& operator=(const UringLoop&) = delete;
+  ~UringLoop() {
+    if (ring_ready_) io_uring_queue_exit(&ring_);  // cancels in-flight requests, frees the ring
+    if (buffer_ring_ != nullptr) munmap(buffer_ring_, count_ * sizeof(io_uring_buf));
+    if (buffers_ != nullptr) munmap(buffers_, size_t{count_} * buffer_size_);
+  }
+
+  /// `connections` sized rings; buffers big enough for one round of messages (`burst` bytes).
+  bool init(size_t connections, size_t burst) {
+    // Every connection's recv may complete in one batch before buffers are returned.
+    count_ = std::bit_ceil(static_cast<unsigned>(std::clamp<size_t>(connections + 64, 64, 32768)));
+    buffer_size_ = std::bit_ceil(static_cast<unsigned>(std::clamp<size_t>(burst, 1024, 16384)));
+    const unsigned cq = std::bit_ceil(static_cast<unsigned>(
+        std::min<size_t>(std::max<size_t>(2 * connections + count_, 4096), 65536)));
+    const unsigned flag_sets[] = {IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+                                  IORING_SETUP_COOP_TASKRUN, 0};
+    for (const unsigned flags : flag_sets) {
+      io_uring_params params{};
+      params.flags = flags | IORING_SETUP_CQSIZE;
+      params.cq_entries = cq;
+      const int ret = io_uring_queue_init_params(4096, &ring_, &params);
+      if (ret == 0) {
+        ring_ready_ = true;
+        break;
+      }
+      if (ret != -EINVAL) break;
+    }
+    if (!ring_ready_) {
+      std::fprintf(stderr, "bench_client: io_uring_queue_init failed\n");
+      return false;
+    }
+    io_uring_register_ring_fd(&ring_);
+    void* ring_memory = mmap(nullptr, count_ * sizeof(io_uring_buf), PROT_READ | PROT_WRITE,
+                             MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    void* buffer_memory = mmap(nullptr, size_t{count_} * buffer_size_, PROT_READ | PROT_WRITE,
+                               MAP_ANONYMOUS | MAP_PRIVATE | MAP_POPULATE, -1, 0);
+    if (ring_memory == MAP_FAILED || buffer_memory == MAP_FAILED) {
+      std::perror("bench_client: mmap");
+      return false;
+    }
+    buffer_ring_ = static_cast<io_uring_buf_ring*>(ring_memory);
+    buffers_ = static_cast<char*>(buffer_memory);
+    io_uring_buf_reg registration{};
+    registration.ring_addr = reinterpret_cast<uint64_t>(ring_memory);
+    registration.ring_entries = count_;
+    registration.bgid = 0;
+    if (const int ret = io_uring_register_buf_ring(&ring_, &registration, 0); ret != 0) {
+      std::fprintf(stderr, "bench_client: io_uring_register_buf_ring: %s\n", std::strerror(-ret));
+      return false;
+    }
+    io_uring_buf_ring_init(buffer_ring_);
+    for (unsigned id = 0; id < count_; ++id) recycle(static_cast<uint16_t>(id));
+    advance();
+    return true;
+  }
+
+  const char* buffer(uint16_t id) const noexcept { return buffers_ + size_t{id} * buffer_size_; }
+
+  void recycle(uint16_t id) noexcept {
+    io_uring_buf_ring_add(buffer_ring_, buffers_ + size_t{id} * buffer_size_, buffer_size_, id,
+                          io_uring_buf_ring_mask(count_), static_cast<int>(recycled_++));
+  }
+
+  void arm_recv(int fd, size_t index) {
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_recv_multishot(sqe, fd, nullptr, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = 0;
+    io_uring_sqe_set_data64(sqe, kRecv << 32 | index);
+  }
+
+  void send(int fd, size_t index, const char* data, size_t length) {
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_send(sqe, fd, data, length, MSG_NOSIGNAL);
+    io_uring_sqe_set_data64(sqe, kSend << 32 | index);
+  }
+
+  /// One io_uring_enter: submits everything prepared, waits up to `wait_ns` for a completion.
+  bool submit_and_wait(int64_t wait_ns) {
+    __kernel_timespec timeout{};
+    timeout.tv_sec = wait_ns / 1'000'000'000;
+    timeout.tv_nsec = wait_ns % 1'000'000'000;
+    io_uring_cqe* cqe = nullptr;
+    const int ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &timeout, nullptr);
+    if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+      std::fprintf(stderr, "bench_client: io_uring_submit_and_wait: %s\n", std::strerror(-ret));
+      return false;
+    }
+    return true;
+  }
+
+  /// Calls f(user_data, res, flags) for every ready CQE, then hands the CQ slots and the
+  /// recycled buffers back at once.
+  template <class F>
+  void for_each_cqe(F&& f) {
+    unsigned head = 0;
+    unsigned seen = 0;
+    io_uring_cqe* cqe = nullptr;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      ++seen;
+      f(cqe->user_data, cqe->res, cqe->flags);
+    }
+    io_uring_cq_advance(&ring_, seen);
+    advance();
+  }
+
+ private:
+  io_uring_sqe* get_sqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (sqe == nullptr) {  // SQ full: submit this much now
+      io_uring_submit(&ring_);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+  void advance() noexcept {
+    if (recycled_ == 0) return;
+    io_uring_buf_ring_advance(buffer_ring_, static_cast<int>(recycled_));
+    recycled_ = 0;
+  }
+
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  io_uring_buf_ring* buffer_ring_ = nullptr;
+  char* buffers_ = nullptr;
+  unsigned count_ = 0;
+  unsigned buffer_size_ = 0;
+  unsigned recycled_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Shared state between the main thread and the load threads
 
 enum class Phase : int { kRamp, kMeasure, kStop };
@@ -341,7 +489,13 @@ class LoadThread {
     }
     shared_.ramped_threads.fetch_add(1);
     while (shared_.phase.load() == Phase::kRamp) std::this_thread::sleep_for(kWaitSlice);
-    if (shared_.phase.load() == Phase::kMeasure) measure();
+    if (shared_.phase.load() == Phase::kMeasure) {
+      if (options_.uring) {
+        measure_uring();
+      } else {
+        measure();
+      }
+    }
     for (auto& conn : connections_) conn.fd.reset();
   }
 
@@ -361,6 +515,9 @@ class LoadThread {
     uint64_t issued = 0;       // messages issued
     int64_t first_try_ms = 0;  // when connecting began (refusals are retried until + retry window)
     int64_t retry_at_ns = 0;
+    bool send_in_flight = false;  // io_uring mode: one send per connection keeps bytes in order
+    uint64_t send_pending = 0;    // io_uring mode: bytes of the send in flight
+    bool needs_recv = false;      // io_uring mode: multishot recv to (re-)arm
   };
 
   void fail_ramp() {
@@ -519,6 +676,95 @@ class LoadThread {
       }
     }
     measuring_ = false;
+  }
+
+  // The measurement on io_uring: one multishot recv per connection into this thread's provided
+  // buffer ring, one send in flight per connection straight from the pattern table, one
+  // submit-and-wait per iteration. Connections were ramped on epoll; that set is closed first,
+  // so that no epoll wake-up is charged to the server's sends.
+  void measure_uring() {
+    epoll_.reset();
+    UringLoop uring;
+    if (!uring.init(connections_.size(), options_.size * static_cast<size_t>(options_.depth))) {
+      for (auto& conn : connections_) lose(conn, "io_uring set-up failed");
+      return;
+    }
+    int64_t now = now_ns();
+    for (size_t i = 0; i < connections_.size(); ++i) {
+      Connection& conn = connections_[i];
+      conn.state = State::kOpen;
+      conn.needs_recv = true;
+      for (int d = 0; d < options_.depth; ++d) issue(conn, i, now);
+    }
+    measuring_ = true;
+    std::vector<size_t> rearm(connections_.size());
+    for (size_t i = 0; i < rearm.size(); ++i) rearm[i] = i;
+    for (size_t i = 0; i < connections_.size(); ++i) send_uring(uring, connections_[i], i);
+    while (true) {
+      for (const size_t index : rearm) {
+        Connection& conn = connections_[index];
+        if (conn.state == State::kOpen && conn.needs_recv) uring.arm_recv(conn.fd.get(), index);
+        conn.needs_recv = false;
+      }
+      rearm.clear();
+      now = now_ns();
+      if (now >= shared_.measure_end_ns ||
+          shared_.phase.load(std::memory_order_relaxed) == Phase::kStop) {
+        break;
+      }
+      const int64_t wait_ns = std::min<int64_t>(shared_.measure_end_ns - now, 100'000'000);
+      if (!uring.submit_and_wait(wait_ns)) break;
+      uring.for_each_cqe([&](uint64_t data, int res, uint32_t flags) {
+        const auto index = static_cast<size_t>(data & 0xffffffffu);
+        Connection& conn = connections_[index];
+        if ((data >> 32) == UringLoop::kSend) {
+          conn.send_in_flight = false;
+          if (conn.state != State::kOpen) return;
+          if (res < 0) {
+            lose(conn, std::strerror(-res));
+            return;
+          }
+          conn.sent -= conn.send_pending - static_cast<uint64_t>(res);  // a short send: resend
+          conn.send_pending = 0;
+          send_uring(uring, conn, index);
+          return;
+        }
+        const bool more = (flags & IORING_CQE_F_MORE) != 0;
+        if (res > 0) {
+          const auto id = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+          if (conn.state == State::kOpen &&
+              verify(conn, std::span<const char>(uring.buffer(id), static_cast<size_t>(res)))) {
+            complete_messages(conn, index, static_cast<size_t>(res));
+            send_uring(uring, conn, index);
+          }
+          uring.recycle(id);
+          if (!more && conn.state == State::kOpen) {
+            conn.needs_recv = true;
+            rearm.push_back(index);
+          }
+        } else if (res == -ENOBUFS) {
+          conn.needs_recv = true;  // the ring ran dry: re-arm after this batch returned buffers
+          rearm.push_back(index);
+        } else if (conn.state == State::kOpen) {
+          lose(conn, res == 0 ? "closed by the server" : std::strerror(-res));
+        }
+      });
+    }
+    measuring_ = false;
+  }  // ~UringLoop cancels what is in flight before the connections close
+
+  // io_uring mode: sends the next contiguous piece of [sent, send_limit) unless one is in flight.
+  // `sent` counts it at once (echoed bytes may come back before its CQE); a short send rolls back.
+  void send_uring(UringLoop& uring, Connection& conn, size_t index) {
+    if (conn.send_in_flight || conn.state != State::kOpen || conn.sent >= conn.send_limit) return;
+    const uint64_t size = options_.size;
+    const uint64_t offset = conn.sent % size;
+    const uint64_t length = std::min(size - offset, conn.send_limit - conn.sent);
+    uring.send(conn.fd.get(), index, pattern_.message(conn.key, conn.sent / size) + offset,
+               static_cast<size_t>(length));
+    conn.send_in_flight = true;
+    conn.send_pending = length;
+    conn.sent += length;
   }
 
   // Issues message `conn.issued`: stamps its start and lets flush() write it.
