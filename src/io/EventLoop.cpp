@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <algorithm>
 
 #include "BufferRing.h"
 #include "IoUring.h"
@@ -209,6 +211,93 @@ void EventLoop::shutdown_io() noexcept {
   // Coroutines still suspended wait on nothing the kernel holds: destroy them now.
   spawned_.destroy_all();
   run_posted();
+}
+
+}  // namespace ucp
+
+namespace ucp {
+
+namespace io {
+uint64_t coarse_now_ms() noexcept {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000 + static_cast<uint64_t>(now.tv_nsec) / 1000000;
+}
+}  // namespace io
+
+void EventLoop::add_deadline(io::DeadlineNode& node, uint32_t timeout_ms) noexcept {
+  if (node.linked) remove_deadline(node);
+  node.due_ms = io::coarse_now_ms() + timeout_ms;
+  node.prev = deadlines_tail_;
+  node.next = nullptr;
+  if (deadlines_tail_) {
+    deadlines_tail_->next = &node;
+  } else {
+    deadlines_head_ = &node;
+  }
+  deadlines_tail_ = &node;
+  node.linked = true;
+  uint32_t wanted_tick = std::max<uint32_t>(timeout_ms / 4, 5);
+  if (tick_ms_ == 0 || wanted_tick < tick_ms_) tick_ms_ = wanted_tick;
+  arm_deadline_tick();
+}
+
+void EventLoop::remove_deadline(io::DeadlineNode& node) noexcept {
+  if (!node.linked) return;
+  if (node.prev) {
+    node.prev->next = node.next;
+  } else {
+    deadlines_head_ = node.next;
+  }
+  if (node.next) {
+    node.next->prev = node.prev;
+  } else {
+    deadlines_tail_ = node.prev;
+  }
+  node.prev = node.next = nullptr;
+  node.linked = false;
+}
+
+void EventLoop::arm_deadline_tick() {
+  if (tick_armed_ || io_shut_down_ || deadlines_head_ == nullptr) return;
+  io_uring_sqe* sqe;
+  if (!ring_->acquire(&sqe, 1)) return;  // retried when the next deadline is added
+  tick_interval_ = io::KernelTimespec::from_ms(tick_ms_);
+  io_uring_prep_timeout(sqe, reinterpret_cast<__kernel_timespec*>(&tick_interval_), 0, 0);
+  tick_context_.loop = this;
+  tick_context_.on_cqe = &on_deadline_tick;
+  io_uring_sqe_set_data(sqe, &tick_context_);
+  tick_armed_ = true;
+}
+
+std::coroutine_handle<> EventLoop::on_deadline_tick(IoContext& context, int32_t,
+                                                    uint32_t) noexcept {
+  EventLoop* loop = static_cast<TickContext&>(context).loop;
+  loop->tick_armed_ = false;
+  loop->sweep_deadlines();
+  loop->arm_deadline_tick();
+  return {};
+}
+
+void EventLoop::sweep_deadlines() noexcept {
+  uint64_t now = io::coarse_now_ms();
+  // Detach the due nodes first: firing one may add or remove others.
+  io::DeadlineNode* due = nullptr;
+  for (io::DeadlineNode* node = deadlines_head_; node != nullptr;) {
+    io::DeadlineNode* next = node->next;
+    if (node->due_ms <= now) {
+      remove_deadline(*node);
+      node->next = due;
+      due = node;
+    }
+    node = next;
+  }
+  while (due != nullptr) {
+    io::DeadlineNode* next = due->next;
+    due->next = nullptr;
+    due->fire(*due);  // schedules, never resumes inline: nothing is freed under us
+    due = next;
+  }
 }
 
 }  // namespace ucp

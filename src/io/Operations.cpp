@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "BufferRing.h"
 #include "IoUring.h"
 
 namespace ucp::io {
@@ -233,6 +234,99 @@ bool SleepOp::await_suspend(std::coroutine_handle<> caller) noexcept {
 Result<void> SleepOp::await_resume() const noexcept {
   if (context_.result == -ETIME) return {};  // the timer expired: success
   return void_from_cqe(context_.result);
+}
+
+}  // namespace ucp::io
+
+namespace ucp::io {
+
+MultishotRecv::MultishotRecv(EventLoop& loop, int fd) noexcept : loop_(loop), fd_(fd) {
+  context_.owner = this;
+  context_.on_cqe = &on_cqe;
+}
+
+MultishotRecv::~MultishotRecv() {
+  // Buffers still queued go back to the ring: none may leak on any path (PITFALLS #6).
+  BufferRing* ring = loop_.buffer_ring();
+  for (size_t i = head_; i < queue_.size(); ++i) ring->recycle(queue_[i].buffer_id);
+}
+
+bool MultishotRecv::arm() noexcept {
+  if (armed_ || eof_ || error_ != 0) return armed_;
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) {
+    error_ = context_.result;
+    return false;
+  }
+  io_uring_prep_recv_multishot(sqes[0], fd_, nullptr, 0, 0);
+  sqes[0]->flags |= IOSQE_BUFFER_SELECT;
+  sqes[0]->buf_group = loop_.buffer_ring()->group_id();
+  io_uring_sqe_set_data(sqes[0], &context_);
+  armed_ = true;
+  throttled_ = false;
+  out_of_buffers_ = false;
+  return true;
+}
+
+void MultishotRecv::cancel() noexcept {
+  if (armed_) request_cancel(loop_, context_);
+}
+
+std::coroutine_handle<> MultishotRecv::on_cqe(IoContext& context, int32_t res,
+                                              uint32_t flags) noexcept {
+  auto* self = static_cast<Context&>(context).owner;
+  BufferRing* ring = self->loop_.buffer_ring();
+  if (res > 0 && (flags & IORING_CQE_F_BUFFER)) {
+    auto id = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+    ring->note_taken();
+    self->queue_.push_back({id, static_cast<uint32_t>(res), 0});
+    ++self->queued_;
+    if (self->queued_ >= kMaxQueued && !self->throttled_) {
+      self->throttled_ = true;
+      self->cancel();
+    }
+  } else if (res == 0) {
+    self->eof_ = true;
+  } else if (res == -ENOBUFS) {
+    self->out_of_buffers_ = true;  // the ring ran dry; not an error of this connection
+  } else if (res == -ECANCELED && self->throttled_) {
+    // Our own back-pressure cancel: re-armed once the reader drains the queue.
+  } else if (res < 0) {
+    self->error_ = res;
+  }
+  if (!(flags & IORING_CQE_F_MORE)) {
+    self->armed_ = false;
+    if (self->on_final_) self->on_final_(self->hook_owner_);
+  }
+  if (self->waiter_ && self->out_of_buffers_ && self->queued_ == 0 && !self->eof_ &&
+      self->error_ == 0 && self->on_starved_) {
+    self->out_of_buffers_ = false;
+    self->waiter_ = {};
+    return self->on_starved_(self->hook_owner_);
+  }
+  return std::exchange(self->waiter_, {});
+}
+
+size_t MultishotRecv::copy_out(std::span<std::byte> destination) noexcept {
+  BufferRing* ring = loop_.buffer_ring();
+  size_t copied = 0;
+  while (queued_ > 0 && copied < destination.size()) {
+    Chunk& chunk = queue_[head_];
+    size_t n = std::min<size_t>(chunk.length - chunk.offset, destination.size() - copied);
+    std::memcpy(destination.data() + copied, ring->buffer(chunk.buffer_id) + chunk.offset, n);
+    copied += n;
+    chunk.offset += static_cast<uint32_t>(n);
+    if (chunk.offset == chunk.length) {
+      ring->recycle(chunk.buffer_id);
+      ++head_;
+      --queued_;
+    }
+  }
+  if (queued_ == 0) {  // steady state: the vector keeps its capacity, nothing is allocated
+    queue_.clear();
+    head_ = 0;
+  }
+  return copied;
 }
 
 }  // namespace ucp::io

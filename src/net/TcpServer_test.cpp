@@ -37,6 +37,7 @@ struct ServerParams {
   uint32_t threads;
   bool sqpoll;
   bool defer_taskrun;
+  uint32_t provided_buffers = 0;  // > 0: multishot recv into a provided buffer ring
 };
 
 class RunningServer {
@@ -54,6 +55,8 @@ class RunningServer {
     loop.ring_entries = 256;
     loop.sqpoll = params.sqpoll;
     loop.defer_taskrun = params.defer_taskrun;
+    loop.provided_buffers_count = params.provided_buffers;
+    loop.provided_buffer_size = 4096;
     server_ = std::make_unique<TcpServer>(options, loop, &echo_handler);
     std::string error = server_->start();
     EXPECT_EQ(error, "");
@@ -207,15 +210,20 @@ INSTANTIATE_TEST_SUITE_P(
     Matrix, TcpServerMatrix,
     ::testing::Values(ServerParams{1, false, true}, ServerParams{3, false, true},
                       ServerParams{1, true, false}, ServerParams{3, true, false},
-                      ServerParams{1, false, false}),
+                      ServerParams{1, false, false}, ServerParams{1, false, true, 256},
+                      ServerParams{3, false, true, 256}, ServerParams{1, true, false, 256},
+                      ServerParams{1, false, true, 4}),
     [](const auto& param_info) {
       const ServerParams& p = param_info.param;
       return "threads" + std::to_string(p.threads) + (p.sqpoll ? "_sqpoll" : "") +
-             (p.defer_taskrun ? "_defer" : "_coop");
+             (p.defer_taskrun ? "_defer" : "_coop") +
+             (p.provided_buffers ? "_multishot" + std::to_string(p.provided_buffers) : "");
     });
 
-TEST(TcpServer, IdleConnectionIsClosedNearTheReadTimeoutWhileASlowSenderSurvives) {
-  RunningServer server({1, false, true}, /*read_timeout_ms=*/400);
+class TcpServerTimeouts : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(TcpServerTimeouts, IdleConnectionIsClosedNearTheReadTimeoutWhileASlowSenderSurvives) {
+  RunningServer server({1, false, true, GetParam()}, /*read_timeout_ms=*/400);
   UniqueFd idle = connect_to(server.port());
   UniqueFd slow = connect_to(server.port());
   ASSERT_TRUE(idle && slow);
@@ -230,13 +238,22 @@ TEST(TcpServer, IdleConnectionIsClosedNearTheReadTimeoutWhileASlowSenderSurvives
     }
   });
   char byte;
-  ssize_t n = ::recv(idle.get(), &byte, 1, 0);  // blocks until the server closes
+  ssize_t n;
+  do {
+    n = ::recv(idle.get(), &byte, 1, 0);  // blocks until the server closes
+  } while (n < 0 && errno == EINTR);
   auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(n, 0);
   EXPECT_GE(waited, 200ms);   // 0.5x read_timeout_ms
   EXPECT_LE(waited, 800ms);   // 2x read_timeout_ms
   slow_sender.join();
 }
+
+INSTANTIATE_TEST_SUITE_P(ReadModes, TcpServerTimeouts, ::testing::Values(0u, 64u),
+                         [](const auto& param_info) {
+                           return param_info.param ? std::string("multishot")
+                                                   : std::string("linked_timeout");
+                         });
 
 TEST(TcpServer, SurvivesAStormOfResetsAndKeepsServing) {
   RunningServer server({2, false, true});

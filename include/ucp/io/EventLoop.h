@@ -28,6 +28,7 @@
 #include "ucp/base/UniqueFunction.h"
 #include "ucp/coro/SpawnGroup.h"
 #include "ucp/coro/Task.h"
+#include "ucp/io/Deadlines.h"
 #include "ucp/io/IoContext.h"
 
 namespace ucp {
@@ -119,6 +120,10 @@ class EventLoop {
   /// Queues a resumption for this iteration (awaiters that complete without the kernel).
   void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
 
+  /// Loop thread. Calls node.fire about `timeout_ms` from now (see io/Deadlines.h).
+  void add_deadline(io::DeadlineNode& node, uint32_t timeout_ms) noexcept;
+  void remove_deadline(io::DeadlineNode& node) noexcept;
+
  private:
   explicit EventLoop(const LoopOptions& options);
   void run_once();
@@ -126,6 +131,10 @@ class EventLoop {
   void resume_ready();
   void arm_wakeup();
   void shutdown_io() noexcept;
+  void arm_deadline_tick();
+  void sweep_deadlines() noexcept;
+  static std::coroutine_handle<> on_deadline_tick(IoContext& context, int32_t res,
+                                                  uint32_t flags) noexcept;
   static std::coroutine_handle<> on_wakeup(IoContext& context, int32_t res,
                                            uint32_t flags) noexcept;
 
@@ -145,6 +154,15 @@ class EventLoop {
   std::atomic<bool> stop_requested_{false};
   std::atomic<uint64_t> wakeups_written_{0};
   std::atomic<std::thread::id> thread_id_{};
+  struct TickContext : IoContext {
+    EventLoop* loop = nullptr;
+  };
+  io::DeadlineNode* deadlines_head_ = nullptr;
+  io::DeadlineNode* deadlines_tail_ = nullptr;
+  TickContext tick_context_;
+  io::KernelTimespec tick_interval_{};
+  uint32_t tick_ms_ = 0;       // sweep interval; 0 until the first deadline
+  bool tick_armed_ = false;
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> resuming_;
   SpawnGroup spawned_;

@@ -27,4 +27,16 @@ struct IoContext {
   uint32_t cqe_flags = 0;  // IORING_CQE_F_MORE, F_BUFFER (+ buffer id)
 };
 
+namespace io {
+
+/// Layout of the kernel's __kernel_timespec, so public headers need no <liburing.h>.
+struct KernelTimespec {
+  int64_t tv_sec = 0;
+  long long tv_nsec = 0;
+  static KernelTimespec from_ms(uint64_t ms) noexcept {
+    return {static_cast<int64_t>(ms / 1000), static_cast<long long>(ms % 1000) * 1000000LL};
+  }
+};
+
+}  // namespace io
 }  // namespace ucp

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
@@ -31,15 +32,6 @@
 #include "ucp/io/IoContext.h"
 
 namespace ucp::io {
-
-/// Layout of the kernel's __kernel_timespec, so this header needs no <liburing.h>.
-struct KernelTimespec {
-  int64_t tv_sec = 0;
-  long long tv_nsec = 0;
-  static KernelTimespec from_ms(uint64_t ms) noexcept {
-    return {static_cast<int64_t>(ms / 1000), static_cast<long long>(ms % 1000) * 1000000LL};
-  }
-};
 
 class Operation {
  public:
@@ -217,6 +209,83 @@ class SleepOp : public Operation {
 
  private:
   KernelTimespec timeout_;
+};
+
+/// A multishot receive into the loop's provided buffer ring, owned by a connection: one SQE
+/// keeps delivering data as it arrives, each CQE naming the ring buffer it filled, so idle
+/// connections hold no buffer and steady traffic needs no SQE per read (PITFALLS #5, #6).
+///
+/// Received chunks queue here until `copy_out` consumes them (each buffer goes back to the
+/// ring as soon as it is emptied). The queue is bounded: past kMaxQueued chunks the receive
+/// is cancelled and re-armed only when the reader catches up, so a peer that sends faster
+/// than the application reads cannot pin the ring. When the ring runs dry the kernel ends
+/// the receive with ENOBUFS; `needs_fallback()` then tells the reader to do one ordinary
+/// recv into its own buffer instead of spinning, and the next read re-arms.
+///
+/// Every CQE, including the last one (without IORING_CQE_F_MORE), must arrive before the
+/// owner is destroyed: `armed()` says whether one is still due.
+class MultishotRecv {
+ public:
+  static constexpr size_t kMaxQueued = 8;
+
+  MultishotRecv(EventLoop& loop, int fd) noexcept;
+  MultishotRecv(const MultishotRecv&) = delete;
+  MultishotRecv& operator=(const MultishotRecv&) = delete;
+  ~MultishotRecv();
+
+  /// Submits the receive unless it is armed, at EOF or failed. False if the SQ and pending
+  /// queue are full or the loop is closing (then error() says so).
+  bool arm() noexcept;
+  bool armed() const noexcept { return armed_; }
+  bool has_data() const noexcept { return queued_ > 0; }
+  bool at_eof() const noexcept { return eof_; }
+  bool needs_fallback() const noexcept { return out_of_buffers_; }
+  void clear_fallback() noexcept { out_of_buffers_ = false; }
+  int32_t error() const noexcept { return error_; }
+  /// Copies queued bytes into `destination`, recycling emptied buffers.
+  size_t copy_out(std::span<std::byte> destination) noexcept;
+  /// The coroutine to resume when something arrives (data, EOF, error, end of receive).
+  void set_waiter(std::coroutine_handle<> waiter) noexcept { waiter_ = waiter; }
+  /// Asks the kernel to stop the receive; its final CQE still arrives.
+  void cancel() noexcept;
+  /// Hooks for the owner: `on_final` runs with the receive's last CQE (the owner counts the
+  /// receive as one in-flight operation); `on_starved` runs instead of resuming the waiter
+  /// when the ring ran dry with nothing queued, so the owner can read some other way.
+  void set_hooks(void* owner, void (*on_final)(void*) noexcept,
+                 std::coroutine_handle<> (*on_starved)(void*) noexcept) noexcept {
+    hook_owner_ = owner;
+    on_final_ = on_final;
+    on_starved_ = on_starved;
+  }
+
+ private:
+  struct Chunk {
+    uint16_t buffer_id;
+    uint32_t length;
+    uint32_t offset;
+  };
+  struct Context : IoContext {
+    MultishotRecv* owner = nullptr;
+  };
+  static std::coroutine_handle<> on_cqe(IoContext& context, int32_t res, uint32_t flags) noexcept;
+
+  EventLoop& loop_;
+  int fd_;
+  Context context_;
+  // Received, not yet consumed. Growable because a multishot receive can post a burst of
+  // CQEs before a cancel takes effect; never larger than the ring, whose buffers it names.
+  std::vector<Chunk> queue_;
+  size_t head_ = 0;
+  size_t queued_ = 0;
+  std::coroutine_handle<> waiter_;
+  void* hook_owner_ = nullptr;
+  void (*on_final_)(void*) noexcept = nullptr;
+  std::coroutine_handle<> (*on_starved_)(void*) noexcept = nullptr;
+  int32_t error_ = 0;
+  bool armed_ = false;
+  bool eof_ = false;
+  bool out_of_buffers_ = false;
+  bool throttled_ = false;  // cancelled because the queue was full: re-arm when drained
 };
 
 /// Fire-and-forget: asks the kernel to cancel the operation whose context is `target`.

@@ -15,6 +15,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "ucp/base/Result.h"
@@ -36,12 +37,20 @@ class TcpConnection {
   class ReadAwaiter : public io::RecvOp {
    public:
     ReadAwaiter(TcpConnection& connection, std::span<std::byte> buffer) noexcept;
+    /// Data already received by the multishot receive is returned without suspending.
+    bool await_ready() const noexcept;
     bool await_suspend(std::coroutine_handle<> caller) noexcept;
     Result<size_t> await_resume() noexcept;
 
    private:
+    friend class TcpConnection;
+    enum class Mode : uint8_t { kImmediate, kSingleShot, kMultishot };
+    bool start_single_shot(std::coroutine_handle<> caller) noexcept;
+
     TcpConnection& connection_;
-    bool submitted_ = false;
+    std::span<std::byte> destination_;
+    std::coroutine_handle<> caller_;
+    Mode mode_ = Mode::kImmediate;
   };
 
   class WriteAwaiter : public io::SendAllOp {
@@ -63,10 +72,14 @@ class TcpConnection {
   /// else; errors: timed_out (read_timeout_ms), operation_canceled (closing or draining),
   /// connection_reset, ...
   ReadAwaiter read(std::span<std::byte> buffer) noexcept { return {*this, buffer}; }
-  ReadAwaiter read(std::span<char> buffer) noexcept { return {*this, std::as_writable_bytes(buffer)}; }
+  ReadAwaiter read(std::span<char> buffer) noexcept {
+    return {*this, std::as_writable_bytes(buffer)};
+  }
   /// Sends every byte of `data` (waiting its turn behind earlier writers).
   WriteAwaiter write_all(std::span<const std::byte> data) noexcept { return {*this, data}; }
-  WriteAwaiter write_all(std::span<const char> data) noexcept { return {*this, std::as_bytes(data)}; }
+  WriteAwaiter write_all(std::span<const char> data) noexcept {
+    return {*this, std::as_bytes(data)};
+  }
 
   /// Half-close: sends FIN after queued output; reading stays possible.
   void shutdown_write() noexcept;
@@ -81,6 +94,8 @@ class TcpConnection {
   const InetAddress& peer() const noexcept { return peer_; }
   uint32_t read_timeout_ms() const noexcept { return read_timeout_ms_; }
   bool closed() const noexcept { return closed_; }
+  /// True when reads come from a multishot receive into the loop's provided buffers.
+  bool multishot() const noexcept { return multishot_.has_value(); }
   uint64_t bytes_read() const noexcept { return bytes_read_; }
   uint64_t bytes_written() const noexcept { return bytes_written_; }
 
@@ -88,11 +103,16 @@ class TcpConnection {
   void operation_started() noexcept { ++in_flight_; }
   void operation_finished() noexcept;
   void start_next_writer() noexcept;
+  static void on_multishot_final(void* self) noexcept;
+  static std::coroutine_handle<> on_multishot_starved(void* self) noexcept;
+  static void on_read_deadline(io::DeadlineNode& node) noexcept;
 
   struct DrainAwaiter {
     TcpConnection& connection;
     bool await_ready() const noexcept { return connection.in_flight_ == 0; }
-    void await_suspend(std::coroutine_handle<> caller) noexcept { connection.drain_waiter_ = caller; }
+    void await_suspend(std::coroutine_handle<> caller) noexcept {
+      connection.drain_waiter_ = caller;
+    }
     void await_resume() const noexcept {}
   };
 
@@ -102,7 +122,13 @@ class TcpConnection {
   uint32_t read_timeout_ms_;
   uint32_t in_flight_ = 0;
   std::coroutine_handle<> drain_waiter_;
-  ReadAwaiter* current_read_ = nullptr;
+  ReadAwaiter* current_read_ = nullptr;   // a reader suspended in any mode
+  std::optional<io::MultishotRecv> multishot_;
+  struct ReadDeadline : io::DeadlineNode {
+    TcpConnection* connection = nullptr;
+  };
+  ReadDeadline read_deadline_;
+  bool read_timed_out_ = false;
   WriteAwaiter* writer_ = nullptr;         // the one send in flight
   WriteAwaiter* waiting_head_ = nullptr;   // FIFO of writers behind it
   WriteAwaiter* waiting_tail_ = nullptr;
