@@ -6,11 +6,11 @@
 // arguments (numbers, and the bytes of strings) with a timestamp and its thread id into a
 // slot of a bounded lock-free queue (BoundedMpscQueue); one background thread formats the
 // messages and lines and writes them to the sinks in batches. Arguments of other types
-// (user types with a fmt::formatter, ...) may refer to memory that changes after the call,
-// so for them the calling thread formats the message itself, on its stack. ERROR and FATAL wait
-// until their record has been written (FATAL then aborts). When the queue is full, the calling
-// thread waits (kBlock) or the record is dropped and counted (kDrop; ERROR and FATAL always wait);
-// the background thread logs the count.
+// (user types with a fmt::formatter, ...) may refer to memory that changes after the
+// call, so for those the calling thread formats the message itself, on its stack.
+// ERROR and FATAL wait until their record has been written (FATAL then aborts). When the
+// queue is full, the calling thread waits (kBlock) or the record is dropped and counted
+// (kDrop; ERROR and FATAL always wait); the background thread logs the count.
 //
 // Thread contract: every function is safe to call from any thread. `init` and `shutdown`
 // are called by the application (before workers start / after they stop); they may be
@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,14 +72,16 @@ class Logger {
   /// Records dropped because the queue was full (policy kDrop), since the process started.
   static uint64_t dropped() noexcept;
 
-  /// Messages up to this size are formatted on the caller's stack and stored inside a queue
-  /// slot; longer ones take one heap buffer.
+  /// A message (or a deferred record's format string and arguments) up to this size is
+  /// built on the caller's stack and copied into its queue slot; a longer message takes one
+  /// heap buffer.
   static constexpr size_t kInlineMessageSize = 200;
 
   template <class... Args>
   static void log(LogLevel level, const char* file, int line, fmt::format_string<Args...> format,
                   Args&&... args);
-  /// FATAL: the record is written and flushed, then the process aborts.
+  /// Logs an already formatted message. FATAL: the record is written and flushed, then the
+  /// process aborts.
   static void write(LogLevel level, const char* file, int line, std::string_view message);
 
  private:
