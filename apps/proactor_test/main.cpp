@@ -138,6 +138,13 @@ int main(int argc, char** argv) {
     ucp::Logger::shutdown();
     return 1;
   }
+  if (config.event_loop.registered_buffers_count > 0) {
+    // Accepted for compatibility with the seed's config; socket I/O does not use fixed
+    // buffers yet (the kernel still copies socket data, IO_URING_PITFALLS #5).
+    warnings += "registered_buffers_count = " +
+                std::to_string(config.event_loop.registered_buffers_count) +
+                ": registered buffers are not used for socket I/O in this version; ignored\n";
+  }
   for (size_t begin = 0; begin < warnings.size();) {
     size_t end = warnings.find('\n', begin);
     LOG_WARN("{}", warnings.substr(begin, end - begin));
