@@ -108,7 +108,7 @@ available() {  # available NAME: true when the server can run here
 pick() {  # pick LIST: the servers of LIST that can run, with one line for each that cannot
   local out="" s
   for s in $1; do
-    if available "$s"; then out="$out $s"; elif [ "$s" != ucp ]; then log "SKIP $s: not built/installed"; fi
+    if available "$s"; then out="$out $s"; elif [ "$s" != ucp ]; then log "SKIP $s: not built/installed" >&2; fi
   done
   echo "$out"
 }
