@@ -344,6 +344,47 @@ TEST_F(HostileClients, FdExhaustionNeitherCrashesNorSpinsAndRecovers) {
 }
 
 // -------------------------------------------------------------------------------------------
+// max_connections: connections beyond the limit are closed at once; capacity returns when a
+// held connection goes.
+
+TEST_F(HostileClients, ConnectionsBeyondMaxConnectionsAreClosedAndCapacityReturns) {
+  constexpr size_t kLimit = 5;
+  ServerProcess server({"server.max_connections=5", "server.read_timeout_ms=0"});
+  UCP_START_SERVER(server);
+  std::vector<UniqueFd> held;
+  char out[16];
+  char in[16];
+  fill_pattern(out, 8);
+  for (size_t i = 0; i < kLimit; ++i) {
+    auto fd = connect_loopback(server.port());
+    ASSERT_TRUE(fd);
+    ASSERT_TRUE(echo_round_trip(fd->get(), out, in)) << "connection " << i << " of " << kLimit;
+    held.push_back(std::move(*fd));
+  }
+  for (int extra = 0; extra < 3; ++extra) {
+    auto fd = connect_loopback(server.port());  // the kernel completes the handshake
+    ASSERT_TRUE(fd);
+    (void)send_all(fd->get(), out);
+    auto closed = drain_until_closed(fd->get(), 5000);
+    ASSERT_TRUE(closed) << "connection over the limit still open: " << closed.error().message();
+    EXPECT_EQ(*closed, 0u) << "connection over the limit was served";
+  }
+  held.pop_back();
+  // The server learns of the close asynchronously: retry briefly.
+  bool served_again = false;
+  const Deadline deadline(5000);
+  while (!served_again && !deadline.expired()) {
+    auto fd = connect_loopback(server.port());
+    ASSERT_TRUE(fd);
+    served_again = static_cast<bool>(echo_round_trip(fd->get(), out, in, 1000));
+    if (!served_again) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(served_again) << "no capacity after a held connection closed";
+  EXPECT_GE(server.count_output_lines("max_connections"), 1u) << "the limit is not logged";
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// -------------------------------------------------------------------------------------------
 // Connection churn: connect/close cycles leave no descriptor behind and little memory.
 
 TEST_F(HostileClients, ConnectionChurnLeaksNeitherFdsNorMemory) {
