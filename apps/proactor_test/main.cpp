@@ -30,8 +30,6 @@ ucp::LoopOptions loop_options_from(const ucp::EventLoopConfig& c) {
   options.defer_taskrun = c.defer_taskrun;
   options.provided_buffers_count = c.multishot_recv ? c.provided_buffers_count : 0;
   options.provided_buffer_size = c.provided_buffer_size;
-  options.registered_buffers_count = c.registered_buffers_count;
-  options.registered_buffer_size = c.registered_buffer_size;
   return options;
 }
 

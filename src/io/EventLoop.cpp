@@ -43,7 +43,6 @@ std::string IoFeatures::describe() const {
   add("multishot_accept", multishot_accept);
   add("multishot_recv", multishot_recv);
   add("provided_buffer_ring", provided_buffer_ring);
-  add("registered_buffers", registered_buffers);
   add("cancel_fd", cancel_fd);
   add("msg_ring", msg_ring);
   add("send_zc", send_zc);

@@ -32,7 +32,6 @@ std::string TcpServer::start(std::string* warnings) {
   // The main loop only accepts: it needs no provided buffers of its own.
   LoopOptions main_options = loop_options_;
   main_options.provided_buffers_count = 0;
-  main_options.registered_buffers_count = 0;
   main_options.ring_entries = std::min<uint32_t>(loop_options_.ring_entries, 1024);
   std::string notes;
   auto main_loop = EventLoop::create(main_options, &notes);

@@ -48,8 +48,6 @@ struct LoopOptions {
   bool defer_taskrun = true;                // SINGLE_ISSUER + DEFER_TASKRUN when available
   uint32_t provided_buffers_count = 0;      // provided buffer ring for multishot recv; 0 = none
   uint32_t provided_buffer_size = 4096;
-  uint32_t registered_buffers_count = 0;    // fixed buffers registered with the ring; 0 = none
-  uint32_t registered_buffer_size = 4096;
 };
 
 /// What the running kernel gave us (probed at start, not guessed from its version).
@@ -65,7 +63,6 @@ struct IoFeatures {
   bool msg_ring = false;          // IORING_OP_MSG_RING, 5.18
   bool send_zc = false;           // IORING_OP_SEND_ZC, 6.0
   bool provided_buffer_ring = false;
-  bool registered_buffers = false;
   std::string describe() const;
 };
 
