@@ -330,3 +330,39 @@ size_t MultishotRecv::copy_out(std::span<std::byte> destination) noexcept {
 }
 
 }  // namespace ucp::io
+
+namespace ucp::io {
+
+MultishotAccept::MultishotAccept(EventLoop& loop, int listen_fd, void* owner,
+                                 OnAccept on_accept) noexcept
+    : loop_(loop), listen_fd_(listen_fd), owner_(owner), on_accept_(on_accept) {
+  context_.owner = this;
+  context_.on_cqe = &on_cqe;
+}
+
+bool MultishotAccept::await_suspend(std::coroutine_handle<> caller) noexcept {
+  last_error_ = 0;
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) {
+    last_error_ = context_.result;
+    return false;
+  }
+  context_.waiter = caller;
+  io_uring_prep_multishot_accept(sqes[0], listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return true;
+}
+
+std::coroutine_handle<> MultishotAccept::on_cqe(IoContext& context, int32_t res,
+                                                uint32_t flags) noexcept {
+  auto* self = static_cast<Context&>(context).owner;
+  if (res >= 0) {
+    self->on_accept_(self->owner_, res);
+  } else {
+    self->last_error_ = res;
+  }
+  if (flags & IORING_CQE_F_MORE) return {};
+  return context.waiter;  // ended: the owner decides whether and when to re-arm
+}
+
+}  // namespace ucp::io

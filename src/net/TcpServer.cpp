@@ -66,7 +66,8 @@ std::string TcpServer::start(std::string* warnings) {
 }
 
 void TcpServer::run() {
-  main_loop_->spawn(accept_loop());
+  main_loop_->spawn(main_loop_->features().multishot_accept ? multishot_accept_loop()
+                                                            : accept_loop());
   main_loop_->run();
   pool_->stop_all();
   pool_->join();
@@ -84,6 +85,39 @@ bool TcpServer::warn_allowed(std::chrono::steady_clock::time_point& last) noexce
   return true;
 }
 
+void TcpServer::on_multishot_accept(void* self, int fd) noexcept {
+  io::Accepted accepted;
+  accepted.fd = UniqueFd(fd);
+  static_cast<TcpServer*>(self)->hand_off(std::move(accepted));  // peer: asked lazily
+}
+
+Task<> TcpServer::multishot_accept_loop() {
+  io::MultishotAccept acceptor(*main_loop_, listen_fd_.get(), this, &on_multishot_accept);
+  while (!shutting_down_) {
+    accept_waiting_ = true;
+    auto ended = co_await acceptor;  // accepts until the kernel ends the multishot
+    accept_waiting_ = false;
+    if (shutting_down_) break;
+    if (!ended) co_await accept_backoff(ended.error());
+  }
+}
+
+Task<> TcpServer::accept_backoff(std::error_code error) {
+  if (error == std::errc::too_many_files_open || error == std::errc::too_many_files_open_in_system ||
+      error == std::errc::no_buffer_space || error == std::errc::not_enough_memory) {
+    // Out of fds: retrying at once would spin (PITFALLS #8). Back off, warn once a second.
+    if (warn_allowed(last_fd_warning_)) {
+      LOG_WARN("accept: {} ({} connections open); pausing accepts for 100 ms", error.message(),
+               live_.load());
+    }
+    co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(100));
+  } else if (error == std::errc::resource_unavailable_try_again) {  // our SQ + pending full
+    co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(1));
+  } else {
+    LOG_DEBUG("accept: {}", error.message());  // ECONNABORTED and friends: the peer left
+  }
+}
+
 Task<> TcpServer::accept_loop() {
   while (!shutting_down_) {
     accept_waiting_ = true;
@@ -93,23 +127,8 @@ Task<> TcpServer::accept_loop() {
       hand_off(std::move(*accepted));
       continue;
     }
-    auto error = accepted.error();
-    if (shutting_down_ || error == std::errc::operation_canceled) break;
-    if (error == std::errc::too_many_files_open || error == std::errc::too_many_files_open_in_system ||
-        error == std::errc::no_buffer_space || error == std::errc::not_enough_memory) {
-      // Out of fds: retrying at once would spin (PITFALLS #8). Back off, warn once a second.
-      if (warn_allowed(last_fd_warning_)) {
-        LOG_WARN("accept: {} ({} connections open); pausing accepts for 100 ms",
-                 error.message(), live_.load());
-      }
-      co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(100));
-      continue;
-    }
-    if (error == std::errc::resource_unavailable_try_again) {  // our own SQ/pending queue full
-      co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(1));
-      continue;
-    }
-    LOG_DEBUG("accept: {}", error.message());  // ECONNABORTED and friends: the peer left
+    if (shutting_down_ || accepted.error() == std::errc::operation_canceled) break;
+    co_await accept_backoff(accepted.error());
   }
 }
 
@@ -132,6 +151,10 @@ void TcpServer::hand_off(io::Accepted accepted) {
 
 Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
   if (options_.tcp_nodelay) set_tcp_nodelay(accepted.fd.get(), true);
+  if (accepted.peer.ss_family == AF_UNSPEC) {  // multishot accept returns no address
+    socklen_t length = sizeof accepted.peer;
+    ::getpeername(accepted.fd.get(), reinterpret_cast<sockaddr*>(&accepted.peer), &length);
+  }
   TcpConnection connection(*worker.loop, std::move(accepted.fd), InetAddress(accepted.peer),
                            options_.read_timeout_ms);
   ConnectionNode node{&connection};

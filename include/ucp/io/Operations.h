@@ -288,6 +288,38 @@ class MultishotRecv {
   bool throttled_ = false;  // cancelled because the queue was full: re-arm when drained
 };
 
+/// A multishot accept: one SQE accepts connection after connection; each new fd goes to
+/// `on_accept` straight from the completion (no coroutine switch per connection). Awaiting
+/// it arms it and resumes when the kernel ends it (an error, or a CQE without
+/// IORING_CQE_F_MORE, e.g. on CQ overflow), so the owner can back off and await again
+/// (PITFALLS #7, #8).
+class MultishotAccept {
+ public:
+  using OnAccept = void (*)(void* owner, int fd) noexcept;
+  MultishotAccept(EventLoop& loop, int listen_fd, void* owner, OnAccept on_accept) noexcept;
+  MultishotAccept(const MultishotAccept&) = delete;
+  MultishotAccept& operator=(const MultishotAccept&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  /// Why it ended: an error (EMFILE, ECANCELED...) or success (the kernel just stopped it).
+  Result<void> await_resume() const noexcept { return void_from_cqe(last_error_); }
+  const IoContext& context() const noexcept { return context_; }
+
+ private:
+  struct Context : IoContext {
+    MultishotAccept* owner = nullptr;
+  };
+  static std::coroutine_handle<> on_cqe(IoContext& context, int32_t res, uint32_t flags) noexcept;
+
+  EventLoop& loop_;
+  int listen_fd_;
+  void* owner_;
+  OnAccept on_accept_;
+  Context context_;
+  int32_t last_error_ = 0;
+};
+
 /// Fire-and-forget: asks the kernel to cancel the operation whose context is `target`.
 /// The target's own CQE (-ECANCELED, or its result if it won the race) still arrives.
 void request_cancel(EventLoop& loop, const IoContext& target) noexcept;

@@ -75,6 +75,9 @@ class TcpServer {
     ConnectionNode* next = nullptr;
   };
   Task<> accept_loop();
+  Task<> multishot_accept_loop();
+  Task<> accept_backoff(std::error_code error);
+  static void on_multishot_accept(void* self, int fd) noexcept;
   Task<> serve(Worker& worker, io::Accepted accepted);
   Task<> shutdown_sequence();
   void hand_off(io::Accepted accepted);
