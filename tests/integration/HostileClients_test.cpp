@@ -251,8 +251,10 @@ TEST_F(HostileClients, NeverReadingClientIsBoundedAndGetsEveryByteInOrder) {
 
 TEST_F(HostileClients, ManyConcurrentConnectionsAreAllServed) {
   const size_t connections = stress() ? 10000 : 2000;
-  if (!raise_fd_limit(connections * 2 + 256)) {
-    GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised to " << connections * 2 + 256;
+  // This process and the server (which inherits the limit) each hold one end of every
+  // connection, in separate descriptor tables.
+  if (!raise_fd_limit(connections + 256)) {
+    GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised to " << connections + 256;
   }
   ServerProcess server({"server.read_timeout_ms=0"});
   UCP_START_SERVER(server);
@@ -292,6 +294,35 @@ TEST_F(HostileClients, ManyConcurrentConnectionsAreAllServed) {
   clients.clear();
   EXPECT_LE(settle([&] { return server.fd_count(); }, baseline_fds, 10000), baseline_fds);
   EXPECT_TRUE(served(server.port()));
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// -------------------------------------------------------------------------------------------
+// DISABLED: fails against the server of 2026-11-23 12:00 UTC. When a burst of connections
+// outnumbers the ring (here 1,000 connections with event_loop.ring_entries = 256; also 10,000
+// with the default 4,096, as UCP_STRESS=1 shows), the first connections' echoes do not come
+// back: each stays stuck until traffic on other connections makes the loop go round again
+// (a completion left unreaped or an SQE left unsubmitted, IO_URING_PITFALLS.md #11/#12).
+// ring_entries = 16384 hides it at 10,000 connections. Enable once fixed.
+TEST_F(HostileClients, DISABLED_BurstOfConnectionsLargerThanTheRingIsServedAtOnce) {
+  constexpr size_t kConnections = 1000;
+  if (!raise_fd_limit(kConnections + 256)) GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised";
+  ServerProcess server({"event_loop.ring_entries=256", "server.read_timeout_ms=0"});
+  UCP_START_SERVER(server);
+  std::vector<UniqueFd> clients;
+  for (size_t i = 0; i < kConnections; ++i) {
+    auto fd = connect_loopback(server.port());
+    ASSERT_TRUE(fd) << "connect #" << i << ": " << fd.error().message();
+    clients.push_back(std::move(*fd));
+  }
+  char out[16];
+  char in[16];
+  fill_pattern(out, 99);
+  // One connection at a time, nothing else moving: each must be answered on its own.
+  for (size_t i = 0; i < 10; ++i) {
+    auto done = echo_round_trip(clients[i].get(), out, in, 3000);
+    EXPECT_TRUE(done) << "connection #" << i << ": " << done.error().message();
+  }
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
