@@ -2,12 +2,12 @@
 // for the answer with a read timeout, and sleeps between rounds with IORING_OP_TIMEOUT.
 // Usage: bin/example_timer_and_client PORT   (e.g. against bin/example_echo_server: 9000)
 
-#include <arpa/inet.h>
-#include <sys/socket.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
@@ -20,8 +20,8 @@ ucp::Task<> talk(ucp::EventLoop& loop, uint16_t port) {
   address.sin_family = AF_INET;
   address.sin_port = htons(port);
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  auto connected = co_await ucp::io::connect(loop, fd.get(),
-                                             reinterpret_cast<sockaddr*>(&address), sizeof address);
+  auto connected = co_await ucp::io::connect(loop, fd.get(), reinterpret_cast<sockaddr*>(&address),
+                                             sizeof address);
   if (!connected) {
     std::printf("connect: %s\n", connected.error().message().c_str());
     co_return;
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   ucp::LoopOptions options;
   auto loop = ucp::EventLoop::create(options);
   if (!loop) {
-    std::fprintf(stderr, "%s\n", ucp::EventLoop::describe_setup_error(loop.error(), options).c_str());
+    std::fprintf(stderr, "%s\n",
+                 ucp::EventLoop::describe_setup_error(loop.error(), options).c_str());
     return 1;
   }
   (*loop)->spawn([](ucp::EventLoop& l, uint16_t p) -> ucp::Task<> {

@@ -56,8 +56,8 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
     bool close_after = false;
     for (;;) {
       http::Request request;
-      auto status = http::parse_request(input.view(), max_request_bytes, max_request_bytes,
-                                        request);
+      auto status =
+          http::parse_request(input.view(), max_request_bytes, max_request_bytes, request);
       if (status == http::ParseStatus::kIncomplete) break;
       if (status != http::ParseStatus::kComplete) {
         output += error_response(status);

@@ -1,19 +1,20 @@
 // bin/proactor_test [CONFIG] [--set section.key=value]...  (SPEC §4)
 // Exit codes: 0 clean stop, 1 start-up failure, 2 bad usage or config.
 
-#include <sys/signalfd.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "Protocols.h"
+#include <sys/signalfd.h>
+#include <unistd.h>
+
 #include "ucp/config/Config.h"
 #include "ucp/io/Operations.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/TcpServer.h"
+
+#include "Protocols.h"
 
 namespace {
 
@@ -127,8 +128,8 @@ int main(int argc, char** argv) {
     handler = [](ucp::TcpConnection& c) { return ucp::app::echo(c); };
   }
 
-  ucp::TcpServer server(server_options_from(config.server),
-                        loop_options_from(config.event_loop), std::move(handler));
+  ucp::TcpServer server(server_options_from(config.server), loop_options_from(config.event_loop),
+                        std::move(handler));
   std::string warnings;
   if (auto error = server.start(&warnings); !error.empty()) {
     std::fprintf(stderr, "proactor_test: %s\n", error.c_str());
@@ -139,9 +140,9 @@ int main(int argc, char** argv) {
   if (config.event_loop.registered_buffers_count > 0) {
     // Accepted for compatibility with the seed's config; socket I/O does not use fixed
     // buffers yet (the kernel still copies socket data, IO_URING_PITFALLS #5).
-    warnings += "registered_buffers_count = " +
-                std::to_string(config.event_loop.registered_buffers_count) +
-                ": registered buffers are not used for socket I/O in this version; ignored\n";
+    warnings +=
+        "registered_buffers_count = " + std::to_string(config.event_loop.registered_buffers_count) +
+        ": registered buffers are not used for socket I/O in this version; ignored\n";
   }
   for (size_t begin = 0; begin < warnings.size();) {
     size_t end = warnings.find('\n', begin);

@@ -1,10 +1,10 @@
 #include "ucp/base/MpscQueue.h"
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace ucp {
 namespace {

@@ -1,8 +1,8 @@
 #include "ucp/base/Result.h"
 
-#include <gtest/gtest.h>
-
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "ucp/base/UniqueFd.h"
 

@@ -1,9 +1,9 @@
 #include "ucp/base/UniqueFunction.h"
 
-#include <gtest/gtest.h>
-
 #include <array>
 #include <memory>
+
+#include <gtest/gtest.h>
 
 namespace ucp {
 namespace {

@@ -1,10 +1,10 @@
 #include "ucp/coro/Task.h"
 
-#include <gtest/gtest.h>
-
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "ucp/coro/SpawnGroup.h"
 
@@ -72,9 +72,7 @@ TEST(Task, ExceptionsPropagateThroughCoAwait) {
 TEST(Task, UnhandledExceptionInSpawnedTaskGoesToTheGroupHandler) {
   static int reported = 0;
   SpawnGroup group([](std::exception_ptr) noexcept { ++reported; });
-  group.spawn([]() -> Task<> {
-    co_await thrower();
-  }());
+  group.spawn([]() -> Task<> { co_await thrower(); }());
   EXPECT_EQ(reported, 1);
   EXPECT_EQ(group.size(), 0u);
 }
@@ -118,8 +116,8 @@ TEST(Task, ResumesTheAwaiterWhenTheChildCompletesLater) {
   ManualEvent event;
   int out = 0;
   SpawnGroup group;
-  group.spawn([](ManualEvent& e, int& o) -> Task<> { o = co_await suspend_then_value(e, 7); }(
-      event, out));
+  group.spawn(
+      [](ManualEvent& e, int& o) -> Task<> { o = co_await suspend_then_value(e, 7); }(event, out));
   EXPECT_EQ(out, 0);
   event.fire();
   EXPECT_EQ(out, 7);

@@ -91,8 +91,8 @@ ParseStatus parse_request(std::string_view data, size_t max_head_bytes, size_t m
     }
     if (iequals(name, "content-length")) {
       size_t length = 0;
-      if (value.empty() || !std::all_of(value.begin(), value.end(),
-                                        [](char c) { return c >= '0' && c <= '9'; })) {
+      if (value.empty() ||
+          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
         return ParseStatus::kBadRequest;  // "+5", "-1", "0x10", "42, 42", ""
       }
       auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), length);

@@ -1,9 +1,9 @@
 #include "BufferRing.h"
 
-#include <sys/mman.h>
-
 #include <bit>
 #include <cerrno>
+
+#include <sys/mman.h>
 
 namespace ucp::io {
 
@@ -47,8 +47,7 @@ BufferRing::~BufferRing() {
 }
 
 void BufferRing::recycle(uint16_t id) noexcept {
-  io_uring_buf_ring_add(buf_ring_, buffer(id), buffer_size_, id,
-                        io_uring_buf_ring_mask(count_), 0);
+  io_uring_buf_ring_add(buf_ring_, buffer(id), buffer_size_, id, io_uring_buf_ring_mask(count_), 0);
   io_uring_buf_ring_advance(buf_ring_, 1);
   --held_;
 }

@@ -6,11 +6,11 @@
 //
 // Thread contract: the owning loop's thread only.
 
-#include <liburing.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include <liburing.h>
 
 #include "ucp/base/Result.h"
 

@@ -1,16 +1,17 @@
 #include "ucp/io/EventLoop.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <algorithm>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "ucp/log/Logger.h"
 
 #include "BufferRing.h"
 #include "IoUring.h"
-#include "ucp/log/Logger.h"
 
 namespace ucp {
 
@@ -66,8 +67,9 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
 
   if (options.provided_buffers_count > 0) {
     if (!loop->ring_->features().multishot_recv) {
-      notes += "multishot_recv: the kernel lacks multishot receive (6.0+); using one recv per "
-               "read\n";
+      notes +=
+          "multishot_recv: the kernel lacks multishot receive (6.0+); using one recv per "
+          "read\n";
     } else {
       auto buffers = io::BufferRing::create(*loop->ring_->raw(), options.provided_buffers_count,
                                             options.provided_buffer_size, 0);

@@ -1,15 +1,15 @@
 #include "ucp/io/EventLoop.h"
 
-#include <gtest/gtest.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ucp/io/Operations.h"
 
@@ -264,11 +264,12 @@ TEST(EventLoop, PostsFromFourThreadsAllRunInPerThreadOrder) {
 
 TEST(EventLoop, SetupErrorsAreExplained) {
   LoopOptions options;
-  auto text = EventLoop::describe_setup_error(std::make_error_code(std::errc::operation_not_permitted),
-                                              options);
+  auto text = EventLoop::describe_setup_error(
+      std::make_error_code(std::errc::operation_not_permitted), options);
   EXPECT_NE(text.find("io_uring_disabled"), std::string::npos);
   EXPECT_NE(text.find("seccomp"), std::string::npos);
-  text = EventLoop::describe_setup_error(std::make_error_code(std::errc::not_enough_memory), options);
+  text =
+      EventLoop::describe_setup_error(std::make_error_code(std::errc::not_enough_memory), options);
   EXPECT_NE(text.find("RLIMIT_MEMLOCK"), std::string::npos);
 }
 

@@ -1,12 +1,12 @@
 #include "IoUring.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ucp/log/Logger.h"
 
@@ -81,8 +81,9 @@ Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options,
   }
   if (!self->initialized_) return Unexpected{error_from_errno(last_error)};
   if (options.defer_taskrun && !want_sqpoll && !self->features_.defer_taskrun) {
-    warnings += "defer_taskrun: the kernel lacks IORING_SETUP_DEFER_TASKRUN (6.1+); using "
-                "COOP_TASKRUN\n";
+    warnings +=
+        "defer_taskrun: the kernel lacks IORING_SETUP_DEFER_TASKRUN (6.1+); using "
+        "COOP_TASKRUN\n";
   }
 
   if (io_uring_probe* probe = io_uring_get_probe_ring(&self->ring_)) {
@@ -106,8 +107,8 @@ IoUring::~IoUring() {
 
 Result<void> IoUring::enable() {
   // liburing 2.3 declares io_uring_enable_rings but does not export it: call the kernel.
-  long ret = ::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS,
-                       nullptr, 0);
+  long ret =
+      ::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
   if (ret < 0) return Unexpected{error_from_errno(errno)};
   return {};
 }
@@ -196,8 +197,7 @@ std::string describe_setup_error(std::error_code error, const LoopOptions& optio
       rlimit limit{};
       ::getrlimit(RLIMIT_MEMLOCK, &limit);
       return "cannot set up an io_uring of " + std::to_string(options.ring_entries) +
-             " entries: out of locked memory (RLIMIT_MEMLOCK = " +
-             std::to_string(limit.rlim_cur) +
+             " entries: out of locked memory (RLIMIT_MEMLOCK = " + std::to_string(limit.rlim_cur) +
              " bytes); raise `ulimit -l` or lower event_loop.ring_entries";
     }
     case EINVAL:

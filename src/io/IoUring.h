@@ -6,12 +6,12 @@
 // Thread contract: created on any thread, then used only by the loop thread (it enables
 // the ring there, so that SINGLE_ISSUER names that thread as the submitter).
 
-#include <liburing.h>
-
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
+
+#include <liburing.h>
 
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
@@ -21,8 +21,7 @@ namespace ucp::io {
 
 class IoUring {
  public:
-  static Result<std::unique_ptr<IoUring>> create(const LoopOptions& options,
-                                                 std::string& warnings);
+  static Result<std::unique_ptr<IoUring>> create(const LoopOptions& options, std::string& warnings);
   IoUring(const IoUring&) = delete;
   IoUring& operator=(const IoUring&) = delete;
   ~IoUring();

@@ -1,9 +1,9 @@
 #include "ucp/io/Operations.h"
 
-#include <liburing.h>
-
 #include <cerrno>
 #include <cstring>
+
+#include <liburing.h>
 
 #include "BufferRing.h"
 #include "IoUring.h"
@@ -148,8 +148,7 @@ bool ReadOp::await_suspend(std::coroutine_handle<> caller) noexcept {
   io_uring_sqe* sqes[1];
   if (!take_sqes(loop_, context_, sqes)) return false;
   context_.waiter = caller;
-  io_uring_prep_read(sqes[0], fd_, buffer_.data(), static_cast<unsigned>(buffer_.size()),
-                     offset_);
+  io_uring_prep_read(sqes[0], fd_, buffer_.data(), static_cast<unsigned>(buffer_.size()), offset_);
   io_uring_sqe_set_data(sqes[0], &context_);
   return true;
 }

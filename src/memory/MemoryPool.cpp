@@ -11,7 +11,7 @@
 namespace ucp {
 namespace {
 
-constexpr size_t kHeaderSize = 16;  // keeps user memory aligned to alignof(max_align_t)
+constexpr size_t kHeaderSize = 16;    // keeps user memory aligned to alignof(max_align_t)
 constexpr size_t kMinClassShift = 6;  // 64 bytes
 constexpr size_t kClassCount = 8;     // 64 .. 8192
 constexpr size_t kChunkSize = 64 * 1024;
@@ -34,7 +34,9 @@ size_t class_of(size_t total) noexcept {
   size_t rounded = std::bit_ceil(std::max<size_t>(total, size_t{1} << kMinClassShift));
   return static_cast<size_t>(std::countr_zero(rounded)) - kMinClassShift;
 }
-size_t class_bytes(size_t size_class) noexcept { return size_t{1} << (size_class + kMinClassShift); }
+size_t class_bytes(size_t size_class) noexcept {
+  return size_t{1} << (size_class + kMinClassShift);
+}
 
 class Pool {
  public:

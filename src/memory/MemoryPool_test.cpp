@@ -1,12 +1,12 @@
 #include "ucp/memory/MemoryPool.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace ucp {
 namespace {

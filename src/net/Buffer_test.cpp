@@ -1,9 +1,9 @@
 #include "ucp/net/Buffer.h"
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <string>
+
+#include <gtest/gtest.h>
 
 namespace ucp {
 namespace {
@@ -32,8 +32,8 @@ TEST(Buffer, MovesReadableBytesFrontBeforeGrowing) {
   Buffer buffer(1 << 20, 64);
   ASSERT_TRUE(buffer.append(std::string(60, 'a')));
   buffer.consume(50);
-  auto capacity_before = buffer.writable_bytes() + buffer.readable_bytes() +
-                         buffer.prependable_bytes();
+  auto capacity_before =
+      buffer.writable_bytes() + buffer.readable_bytes() + buffer.prependable_bytes();
   ASSERT_TRUE(buffer.append(std::string(40, 'b')));  // fits after sliding 10 bytes forward
   EXPECT_EQ(buffer.writable_bytes() + buffer.readable_bytes() + buffer.prependable_bytes(),
             capacity_before);
@@ -44,7 +44,7 @@ TEST(Buffer, GrowsButNeverPastItsMaximum) {
   Buffer buffer(1000, 16);
   EXPECT_TRUE(buffer.append(std::string(900, 'x')));
   EXPECT_FALSE(buffer.append(std::string(200, 'y')));  // would pass 1000
-  EXPECT_EQ(buffer.readable_bytes(), 900u);             // nothing half-appended
+  EXPECT_EQ(buffer.readable_bytes(), 900u);            // nothing half-appended
   EXPECT_TRUE(buffer.append(std::string(100, 'z')));
   EXPECT_EQ(buffer.readable_bytes(), 1000u);
 }

@@ -1,8 +1,8 @@
 #include "ucp/net/InetAddress.h"
 
-#include <arpa/inet.h>
-
 #include <cstring>
+
+#include <arpa/inet.h>
 
 namespace ucp {
 
@@ -35,7 +35,8 @@ socklen_t InetAddress::length() const noexcept {
 }
 
 uint16_t InetAddress::port() const noexcept {
-  if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
+  if (family() == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
   return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
 }
 

@@ -1,9 +1,9 @@
 #include "ucp/net/Socket.h"
 
+#include <cerrno>
+
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-
-#include <cerrno>
 
 namespace ucp {
 
@@ -12,8 +12,7 @@ Result<UniqueFd> listen_on(const InetAddress& address, const ListenOptions& opti
   if (!fd) return Unexpected{error_from_errno(errno)};
   int on = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  if (options.reuse_port &&
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
+  if (options.reuse_port && ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
     return Unexpected{error_from_errno(errno)};
   }
   if (::bind(fd.get(), address.get(), address.length()) != 0) {

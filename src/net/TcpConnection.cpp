@@ -1,9 +1,9 @@
 #include "ucp/net/TcpConnection.h"
 
-#include <sys/socket.h>
-
 #include <cassert>
 #include <cerrno>
+
+#include <sys/socket.h>
 
 namespace ucp {
 

@@ -14,8 +14,7 @@ struct TcpServer::Worker {
   bool draining = false;
 };
 
-TcpServer::TcpServer(const ServerOptions& options, const LoopOptions& loop_options,
-                     Handler handler)
+TcpServer::TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler)
     : options_(options), loop_options_(loop_options), handler_(std::move(handler)) {}
 
 TcpServer::~TcpServer() {
@@ -103,8 +102,9 @@ Task<> TcpServer::multishot_accept_loop() {
 }
 
 Task<> TcpServer::accept_backoff(std::error_code error) {
-  if (error == std::errc::too_many_files_open || error == std::errc::too_many_files_open_in_system ||
-      error == std::errc::no_buffer_space || error == std::errc::not_enough_memory) {
+  if (error == std::errc::too_many_files_open ||
+      error == std::errc::too_many_files_open_in_system || error == std::errc::no_buffer_space ||
+      error == std::errc::not_enough_memory) {
     // Out of fds: retrying at once would spin (PITFALLS #8). Back off, warn once a second.
     if (warn_allowed(last_fd_warning_)) {
       LOG_WARN("accept: {} ({} connections open); pausing accepts for 100 ms", error.message(),
@@ -190,8 +190,8 @@ Task<> TcpServer::shutdown_sequence() {
       }
     });
   }
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(options_.shutdown_timeout_ms);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.shutdown_timeout_ms);
   while (live_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(5));
   }

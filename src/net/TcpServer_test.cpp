@@ -3,21 +3,21 @@
 
 #include "ucp/net/TcpServer.h"
 
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <array>
-#include <cerrno>
-#include <atomic>
-#include <chrono>
-#include <random>
-#include <string>
-#include <thread>
-#include <vector>
 
 namespace ucp {
 namespace {
@@ -133,8 +133,8 @@ class TcpServerMatrix : public ::testing::TestWithParam<ServerParams> {};
 
 TEST_P(TcpServerMatrix, EchoesEverySizeFromOneByteToOneMebibyte) {
   RunningServer server(GetParam());
-  for (size_t size : {size_t{1}, size_t{100}, size_t{4096}, size_t{4097}, size_t{65536},
-                      size_t{1} << 20}) {
+  for (size_t size :
+       {size_t{1}, size_t{100}, size_t{4096}, size_t{4097}, size_t{65536}, size_t{1} << 20}) {
     UniqueFd client = connect_to(server.port());
     ASSERT_TRUE(client);
     std::string data = pattern(size, static_cast<unsigned>(size));
@@ -176,8 +176,8 @@ TEST_P(TcpServerMatrix, ServesTwoHundredConcurrentConnections) {
       for (int i = 0; i < kConnections / 4; ++i) fds.push_back(connect_to(server.port()));
       for (int round = 0; round < kRounds; ++round) {
         for (size_t i = 0; i < fds.size(); ++i) {
-          std::string message = "c" + std::to_string(t) + "-" + std::to_string(i) + "-" +
-                                std::to_string(round);
+          std::string message =
+              "c" + std::to_string(t) + "-" + std::to_string(i) + "-" + std::to_string(round);
           if (!send_all(fds[i].get(), message.data(), message.size())) return;
           if (recv_exact(fds[i].get(), message.size()) != message) return;
         }
@@ -244,8 +244,8 @@ TEST_P(TcpServerTimeouts, IdleConnectionIsClosedNearTheReadTimeoutWhileASlowSend
   } while (n < 0 && errno == EINTR);
   auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(n, 0);
-  EXPECT_GE(waited, 200ms);   // 0.5x read_timeout_ms
-  EXPECT_LE(waited, 800ms);   // 2x read_timeout_ms
+  EXPECT_GE(waited, 200ms);  // 0.5x read_timeout_ms
+  EXPECT_LE(waited, 800ms);  // 2x read_timeout_ms
   slow_sender.join();
 }
 

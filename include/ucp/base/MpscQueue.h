@@ -49,17 +49,15 @@ class MpscQueue {
   }
 
   /// Consumer thread only: true if a push has started (possibly not yet visible to pop).
-  bool maybe_nonempty() const noexcept {
-    return tail_.load(std::memory_order_seq_cst) != head_;
-  }
+  bool maybe_nonempty() const noexcept { return tail_.load(std::memory_order_seq_cst) != head_; }
 
  private:
   struct Node {
     std::optional<T> value;
     std::atomic<Node*> next{nullptr};
   };
-  Node* head_;                            // consumer-owned
-  alignas(64) std::atomic<Node*> tail_;   // producers; own cache line
+  Node* head_;                           // consumer-owned
+  alignas(64) std::atomic<Node*> tail_;  // producers; own cache line
 };
 
 }  // namespace ucp

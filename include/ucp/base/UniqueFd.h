@@ -1,9 +1,9 @@
 #pragma once
 // UniqueFd: a move-only owner of one file descriptor (like Seastar's file_desc).
 
-#include <unistd.h>
-
 #include <utility>
+
+#include <unistd.h>
 
 namespace ucp {
 

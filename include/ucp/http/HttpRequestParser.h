@@ -13,21 +13,21 @@
 namespace ucp::http {
 
 enum class ParseStatus : uint8_t {
-  kIncomplete,       // need more bytes
-  kComplete,         // one request framed: see Request
-  kBadRequest,       // 400: malformed request line, header or Content-Length
-  kHeaderTooLarge,   // 431: head larger than the limit
-  kBodyTooLarge,     // 413: Content-Length above the body limit
-  kNotImplemented,   // 501: Transfer-Encoding (chunked bodies are not supported yet)
+  kIncomplete,      // need more bytes
+  kComplete,        // one request framed: see Request
+  kBadRequest,      // 400: malformed request line, header or Content-Length
+  kHeaderTooLarge,  // 431: head larger than the limit
+  kBodyTooLarge,    // 413: Content-Length above the body limit
+  kNotImplemented,  // 501: Transfer-Encoding (chunked bodies are not supported yet)
 };
 
 struct Request {
   std::string_view method;
   std::string_view target;
-  int minor_version = 1;     // HTTP/1.<minor>
+  int minor_version = 1;  // HTTP/1.<minor>
   bool keep_alive = true;
   size_t content_length = 0;
-  size_t total_bytes = 0;    // head + body: consume this many bytes
+  size_t total_bytes = 0;  // head + body: consume this many bytes
 };
 
 /// Frames the first request in `data`. `max_head_bytes` bounds the request line + headers,

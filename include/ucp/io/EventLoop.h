@@ -40,8 +40,8 @@ class BufferRing;
 
 /// Ring set-up knobs (the [event_loop] config section maps onto these).
 struct LoopOptions {
-  uint32_t ring_entries = 4096;             // SQ size; the CQ gets 4x (at least 2x)
-  bool sqpoll = false;                      // IORING_SETUP_SQPOLL
+  uint32_t ring_entries = 4096;  // SQ size; the CQ gets 4x (at least 2x)
+  bool sqpoll = false;           // IORING_SETUP_SQPOLL
   uint32_t sqpoll_idle_ms = 50;
   int attach_wq_fd = -1;                    // share this ring's SQPOLL thread/workers
   uint32_t pending_queue_capacity = 65536;  // SQEs waiting while the SQ is full
@@ -67,11 +67,11 @@ struct IoFeatures {
 };
 
 struct IoStats {
-  uint64_t submit_calls = 0;   // io_uring_enter calls made to submit and/or wait
+  uint64_t submit_calls = 0;  // io_uring_enter calls made to submit and/or wait
   uint64_t sqes_submitted = 0;
-  uint64_t cq_overflows = 0;   // times the kernel had to queue CQEs in its overflow list
-  uint64_t sq_full_deferrals = 0;  // SQEs that went through the pending queue
-  uint64_t pending_rejections = 0; // operations refused because the pending queue was full
+  uint64_t cq_overflows = 0;        // times the kernel had to queue CQEs in its overflow list
+  uint64_t sq_full_deferrals = 0;   // SQEs that went through the pending queue
+  uint64_t pending_rejections = 0;  // operations refused because the pending queue was full
   uint64_t ebusy_retries = 0;
 };
 
@@ -158,7 +158,7 @@ class EventLoop {
   io::DeadlineNode* deadlines_tail_ = nullptr;
   TickContext tick_context_;
   io::KernelTimespec tick_interval_{};
-  uint32_t tick_ms_ = 0;       // sweep interval; 0 until the first deadline
+  uint32_t tick_ms_ = 0;  // sweep interval; 0 until the first deadline
   bool tick_armed_ = false;
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> resuming_;

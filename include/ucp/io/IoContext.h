@@ -12,7 +12,7 @@ struct IoContext {
   /// Called for every CQE of this operation. Returns the coroutine to resume, or a null
   /// handle. One-shot operations use `complete_once`; multishot owners install their own.
   using CompletionFn = std::coroutine_handle<> (*)(IoContext&, int32_t res,
-                                                  uint32_t cqe_flags) noexcept;
+                                                   uint32_t cqe_flags) noexcept;
 
   static std::coroutine_handle<> complete_once(IoContext& context, int32_t res,
                                                uint32_t cqe_flags) noexcept {

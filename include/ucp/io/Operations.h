@@ -16,15 +16,15 @@
 //
 // Thread contract: the loop's own thread only.
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
@@ -63,7 +63,6 @@ class LinkedTimeoutOperation : public Operation {
   const IoContext& operation_context() const noexcept { return op_; }
 
  protected:
-
   KernelTimespec timeout_;
   uint32_t timeout_ms_;
   Part op_;
@@ -110,8 +109,7 @@ class SendAllOp : public Operation {
   int32_t result() const noexcept { return context_.result; }
 
  private:
-  static std::coroutine_handle<> on_send(IoContext& context, int32_t res,
-                                         uint32_t flags) noexcept;
+  static std::coroutine_handle<> on_send(IoContext& context, int32_t res, uint32_t flags) noexcept;
   bool submit_next() noexcept;
   struct Context : IoContext {
     SendAllOp* owner = nullptr;

@@ -31,8 +31,8 @@ class MemoryPool {
 
   /// Live statistics of the calling thread's pool (for tests and metrics).
   struct Stats {
-    size_t chunks = 0;           // 64 KiB chunks held
-    long long outstanding = 0;   // blocks handed out by this thread not yet freed here
+    size_t chunks = 0;          // 64 KiB chunks held
+    long long outstanding = 0;  // blocks handed out by this thread not yet freed here
   };
   static Stats thread_stats() noexcept;
 };

@@ -1,12 +1,12 @@
 #pragma once
 // InetAddress: an IPv4 or IPv6 socket address with a printable form ("1.2.3.4:80").
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace ucp {
 

@@ -122,15 +122,15 @@ class TcpConnection {
   uint32_t read_timeout_ms_;
   uint32_t in_flight_ = 0;
   std::coroutine_handle<> drain_waiter_;
-  ReadAwaiter* current_read_ = nullptr;   // a reader suspended in any mode
+  ReadAwaiter* current_read_ = nullptr;  // a reader suspended in any mode
   std::optional<io::MultishotRecv> multishot_;
   struct ReadDeadline : io::DeadlineNode {
     TcpConnection* connection = nullptr;
   };
   ReadDeadline read_deadline_;
   bool read_timed_out_ = false;
-  WriteAwaiter* writer_ = nullptr;         // the one send in flight
-  WriteAwaiter* waiting_head_ = nullptr;   // FIFO of writers behind it
+  WriteAwaiter* writer_ = nullptr;        // the one send in flight
+  WriteAwaiter* waiting_head_ = nullptr;  // FIFO of writers behind it
   WriteAwaiter* waiting_tail_ = nullptr;
   uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;

@@ -33,8 +33,8 @@ namespace ucp {
 struct ServerOptions {
   std::string ip = "0.0.0.0";
   uint16_t port = 8888;
-  uint32_t thread_num = 1;           // 0 = one per CPU
-  uint32_t read_timeout_ms = 5000;   // 0 = none
+  uint32_t thread_num = 1;          // 0 = one per CPU
+  uint32_t read_timeout_ms = 5000;  // 0 = none
   uint32_t max_connections = 100000;
   ListenOptions listen;
   bool tcp_nodelay = true;
