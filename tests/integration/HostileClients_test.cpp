@@ -332,6 +332,11 @@ TEST_F(HostileClients, DISABLED_BurstOfConnectionsLargerThanTheRingIsServedAtOnc
 
 TEST_F(HostileClients, FdExhaustionNeitherCrashesNorSpinsAndRecovers) {
   constexpr size_t kClients = 600;
+  if (kSanitized) {
+    // UBSan's vptr check probes memory through a pipe; with no descriptor left it reports every
+    // virtual call (std::error_category) as "invalid vptr" and halts: a false positive.
+    GTEST_SKIP() << "sanitizer runtimes need file descriptors the test takes away";
+  }
   if (!raise_fd_limit(kClients + 256)) GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised";
   ServerProcess::Options options;
   options.nofile_limit = 256;
