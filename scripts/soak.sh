@@ -72,7 +72,9 @@ listening_port() {
   local pid=$1 inodes
   inodes=$(ls -l "/proc/$pid/fd" 2>/dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]/\1/p' | tr '\n' '|')
   [ -n "$inodes" ] || return 0
-  awk -v inodes="|$inodes" '$4 == "0A" && index(inodes, "|" $10 "|") { split($2, a, ":"); print strtonum("0x" a[2]); exit }' /proc/net/tcp
+  local hex
+  hex=$(awk -v inodes="|$inodes" '$4 == "0A" && index(inodes, "|" $10 "|") { split($2, a, ":"); print a[2]; exit }' /proc/net/tcp)
+  [ -z "$hex" ] || echo $((16#$hex))
 }
 
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
@@ -135,7 +137,7 @@ for spec in "echo:2:3" "http:4:5"; do
   IFS=: read -r name rss_col fd_col <<<"$spec"
   read -r base_rss base_fds < <(awk -F, -v t="$base_t" -v r="$rss_col" -v f="$fd_col" '$1 == t { print $r, $f }' "$CSV")
   read -r end_rss end_fds < <(tail -1 "$CSV" | awk -F, -v r="$rss_col" -v f="$fd_col" '{ print $r, $f }')
-  growth=$(awk -v a="$base_rss" -v b="$end_rss" 'BEGIN { printf "%.2f", a > 0 ? (b - a) * 100 / a : 0 }')
+  growth=$(awk -v a="$base_rss" -v b="$end_rss" 'BEGIN { printf "%.2f", (a > 0 ? (b - a) * 100 / a : 0) }')
   say "$name: RSS ${base_rss} KiB at t=${base_t} s -> ${end_rss} KiB at the end (${growth}%), fds ${base_fds} -> ${end_fds}"
   if awk -v g="$growth" -v lim="$GROWTH_PCT" 'BEGIN { exit !(g > lim) }'; then
     reasons+=("$name server RSS grew ${growth}% (limit ${GROWTH_PCT}%)")
@@ -168,6 +170,8 @@ set title "UCP soak $STAMP: RSS and open fds, ${SECONDS_TOTAL} s of echo + http 
 set xlabel "seconds"
 set ylabel "RSS (KiB)"
 set y2label "open fds"
+set yrange [0:*]
+set y2range [0:*]
 set ytics nomirror
 set y2tics
 set key outside bottom center horizontal
