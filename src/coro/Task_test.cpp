@@ -130,10 +130,15 @@ Task<int> deep(int n) {
 }
 
 TEST(Task, DeepSynchronousChainsDoNotOverflowTheStack) {
+#ifdef UCP_SANITIZER_BUILD
+  constexpr int kDepth = 500;  // instrumented code makes symmetric transfer a real call
+#else
+  constexpr int kDepth = 100000;  // optimized: each transfer is a tail call, the stack stays flat
+#endif
   int out = 0;
   SpawnGroup group;
-  group.spawn([](int& o) -> Task<> { o = co_await deep(20000); }(out));
-  EXPECT_EQ(out, 20000);
+  group.spawn([](int& o) -> Task<> { o = co_await deep(kDepth); }(out));
+  EXPECT_EQ(out, kDepth);
 }
 
 }  // namespace
