@@ -153,7 +153,19 @@ void IoUring::flush_pending() {
 }
 
 void IoUring::submit_and_wait(unsigned wait_nr, int timeout_ms) {
+  // More SQEs waiting than the SQ holds: hand the kernel one SQ-full at a time until the
+  // pending queue is empty, so none of them waits behind a blocking wait below.
   flush_pending();
+  while (!pending_.empty()) {
+    int ret = io_uring_submit(&ring_);
+    ++stats_.submit_calls;
+    if (ret <= 0) break;  // -EBUSY/-EAGAIN: reap first; the rest goes next iteration
+    stats_.sqes_submitted += static_cast<unsigned>(ret);
+    size_t before = pending_.size();
+    flush_pending();
+    if (pending_.size() == before) break;  // the SQ did not drain (SQPOLL still consuming)
+  }
+  if (!pending_.empty()) wait_nr = 0;  // never sleep while work is still queued here
   for (int attempt = 0; attempt < 64; ++attempt) {
     unsigned ready = io_uring_sq_ready(&ring_);
     if (ready == 0 && wait_nr == 0 && !features_.defer_taskrun) return;  // nothing to do
