@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "ucp/http/HttpRequestParser.h"
+#include "ucp/io/Deadlines.h"
 #include "ucp/net/Buffer.h"
 
 namespace ucp::app {
@@ -35,6 +36,8 @@ std::string_view error_response(http::ParseStatus status) {
       return "HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     case http::ParseStatus::kNotImplemented:
       return "HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    case http::ParseStatus::kIncomplete:  // the head did not arrive in time
+      return "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     default:
       return "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
   }
@@ -45,6 +48,10 @@ std::string_view error_response(http::ParseStatus status) {
 Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
   Buffer input(max_request_bytes * 2);
   std::string output;
+  // read_timeout_ms restarts with every read, so a head trickling in a byte at a time
+  // (slowloris) would never time out: the whole request must arrive within one timeout.
+  const uint32_t head_timeout_ms = connection.read_timeout_ms();
+  uint64_t request_started_ms = 0;  // 0: no partial request buffered
   for (;;) {
     if (!input.ensure_writable(std::min<size_t>(4096, input.max_size() - input.readable_bytes()))) {
       co_return;
@@ -70,6 +77,15 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
         close_after = true;
         break;
       }
+    }
+    if (input.readable_bytes() == 0) {
+      request_started_ms = 0;
+    } else if (request_started_ms == 0 || output.size() > 0) {
+      request_started_ms = io::coarse_now_ms();  // a new partial request starts now
+    } else if (head_timeout_ms > 0 && !close_after &&
+               io::coarse_now_ms() - request_started_ms > head_timeout_ms) {
+      output += error_response(http::ParseStatus::kIncomplete);  // 408
+      close_after = true;
     }
     if (!output.empty()) {
       if (!co_await connection.write_all(std::span(output.data(), output.size()))) co_return;

@@ -40,6 +40,13 @@ bool has_token(std::string_view list, std::string_view token) noexcept {
 ParseStatus parse_request(std::string_view data, size_t max_head_bytes, size_t max_body_bytes,
                           Request& request) {
   size_t head_end = data.find("\r\n\r\n");
+  // A bare LF line ending (RFC 9112 §2.2 allows rejecting it) would otherwise leave the
+  // request waiting for a CRLF CRLF that never comes: answer 400 at once.
+  size_t scan_end = head_end == std::string_view::npos ? data.size() : head_end;
+  for (size_t lf = data.find('\n'); lf != std::string_view::npos && lf < scan_end;
+       lf = data.find('\n', lf + 1)) {
+    if (lf == 0 || data[lf - 1] != '\r') return ParseStatus::kBadRequest;
+  }
   if (head_end == std::string_view::npos) {
     return data.size() > max_head_bytes ? ParseStatus::kHeaderTooLarge : ParseStatus::kIncomplete;
   }

@@ -71,6 +71,8 @@ TEST(HttpRequestParser, RejectsMalformedAndAmbiguousFraming) {
   EXPECT_EQ(parse("GET / HTTP/1.1\r\nNoColon\r\n\r\n"), ParseStatus::kBadRequest);
   EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost : x\r\n\r\n"), ParseStatus::kBadRequest);
   EXPECT_EQ(parse("GET / HTTP/1.1\r\n folded\r\n\r\n"), ParseStatus::kBadRequest);
+  EXPECT_EQ(parse("GET / HTTP/1.1\nHost: x\n\n"), ParseStatus::kBadRequest);  // bare LF
+  EXPECT_EQ(parse("GET / HTTP/1.1\r\nHost: x\n"), ParseStatus::kBadRequest);
   for (const char* length :
        {"-1", "+5", "0x10", "1_0", "abc", "", "42, 42", "99999999999999999999999"}) {
     EXPECT_EQ(parse(std::string("POST / HTTP/1.1\r\nContent-Length: ") + length + "\r\n\r\n"),

@@ -166,15 +166,9 @@ TEST_F(HttpHostile, AnswersPipelinedAndHalfClosedRequests) {
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
-// DISABLED: fails against the server of 2026-11-23 (34ae8fb + the io/Operations work in
-// progress): read_timeout_ms is a per-read timer, re-armed by every byte, so a head that
-// trickles in at 1 byte per 200 ms is never cut off (20 of 20 still open after 6 s with
-// read_timeout_ms = 500). Enable once the server keeps a deadline for the whole request head
-// (IO_URING_PITFALLS.md case 1). Run it with --gtest_also_run_disabled_tests.
-//
 // Slowloris: headers trickling in one byte per 200 ms never complete a request. Each byte
 // restarts a per-read timer of 500 ms, so only a deadline for the whole head cuts them off.
-TEST_F(HttpHostile, DISABLED_SlowlorisIsCutOffNearTheReadTimeoutWhileOthersAreServed) {
+TEST_F(HttpHostile, SlowlorisIsCutOffNearTheReadTimeoutWhileOthersAreServed) {
   constexpr int64_t kTimeoutMs = 500;
   constexpr size_t kSlowClients = 20;
   constexpr auto kByteGap = 200ms;
@@ -332,11 +326,9 @@ TEST_F(HttpHostile, MoreFramingVectorsGet4xxOrClose) {
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
-// DISABLED: fails against the server of 2026-11-23: the parser looks only for CRLF CRLF, so a
-// request with bare LF line endings ("GET / HTTP/1.1\nHost: x\n\n") is never complete; the
-// connection hangs until read_timeout_ms or until max_request_bytes arrive. RFC 9112 §2.2
-// allows a server to reject it (400) or accept bare LF; it must not wait. Enable once fixed.
-TEST_F(HttpHostile, DISABLED_BareLineFeedRequestIsAnsweredOrRejected) {
+// Bare LF line endings ("GET / HTTP/1.1\nHost: x\n\n"): RFC 9112 §2.2 lets a server reject
+// them (400) or accept them; it must not wait for a CRLF CRLF that never comes.
+TEST_F(HttpHostile, BareLineFeedRequestIsAnsweredOrRejected) {
   ServerProcess server({"server.protocol=http", "server.read_timeout_ms=30000"});
   UCP_START_SERVER(server);
   auto fd = connect_loopback(server.port());
