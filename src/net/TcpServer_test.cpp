@@ -122,6 +122,15 @@ std::string recv_exact(int fd, size_t size) {
   return out;
 }
 
+// One recv(2), retried on EINTR: its result says data (> 0), EOF (0) or an error (< 0).
+ssize_t recv_once(int fd, char* byte) {
+  ssize_t n;
+  do {
+    n = ::recv(fd, byte, 1, 0);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
 std::string pattern(size_t size, unsigned seed) {
   std::string s(size, '\0');
   std::mt19937 rng(seed);
@@ -203,7 +212,7 @@ TEST_P(TcpServerMatrix, HalfClosedPeerStillGetsEveryByteThenEof) {
   writer.join();
   EXPECT_TRUE(echoed == data);
   char byte;
-  EXPECT_EQ(::recv(client.get(), &byte, 1, 0), 0);  // then the server closes
+  EXPECT_EQ(recv_once(client.get(), &byte), 0);  // then the server closes
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -238,10 +247,7 @@ TEST_P(TcpServerTimeouts, IdleConnectionIsClosedNearTheReadTimeoutWhileASlowSend
     }
   });
   char byte;
-  ssize_t n;
-  do {
-    n = ::recv(idle.get(), &byte, 1, 0);  // blocks until the server closes
-  } while (n < 0 && errno == EINTR);
+  ssize_t n = recv_once(idle.get(), &byte);  // blocks until the server closes
   auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(n, 0);
   EXPECT_GE(waited, 200ms);  // 0.5x read_timeout_ms
@@ -286,7 +292,7 @@ TEST(TcpServer, ClosesConnectionsBeyondMaxConnections) {
   UniqueFd extra = connect_to(server.port());
   ASSERT_TRUE(extra);
   char byte;
-  EXPECT_LE(::recv(extra.get(), &byte, 1, 0), 0);  // closed at once
+  EXPECT_LE(recv_once(extra.get(), &byte), 0);  // closed at once
   EXPECT_EQ(server.server().rejected_connections(), 1u);
   held.pop_back();
   for (int i = 0; i < 200 && server.server().connection_count() > 4; ++i) {
