@@ -15,6 +15,7 @@
 #include <coroutine>
 #include <exception>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "ucp/memory/MemoryPool.h"
@@ -48,18 +49,28 @@ struct PromiseBase : PoolAllocated {
   std::exception_ptr exception;
 };
 
+/// Where a promise keeps what the coroutine returned: a value, or nothing for Task<void>.
+template <class T>
+struct ResultHolder : PromiseBase {
+  template <class U>
+  void return_value(U&& value) {
+    result.emplace(std::forward<U>(value));
+  }
+  std::optional<T> result;
+};
+
+template <>
+struct ResultHolder<void> : PromiseBase {
+  void return_void() const noexcept {}
+};
+
 }  // namespace detail
 
 template <class T>
 class [[nodiscard]] Task {
  public:
-  struct promise_type : detail::PromiseBase {
+  struct promise_type : detail::ResultHolder<T> {
     Task get_return_object() noexcept { return Task{Handle::from_promise(*this)}; }
-    template <class U>
-    void return_value(U&& value) {
-      result.emplace(std::forward<U>(value));
-    }
-    std::optional<T> result;
   };
   using Handle = std::coroutine_handle<promise_type>;
 
@@ -86,49 +97,10 @@ class [[nodiscard]] Task {
   }
   T await_resume() {
     handle_.promise().rethrow_if_failed();
-    return std::move(*handle_.promise().result);
+    if constexpr (!std::is_void_v<T>) return std::move(*handle_.promise().result);
   }
 
   /// Hands the frame over (EventLoop::spawn takes it this way).
-  Handle release() noexcept { return std::exchange(handle_, {}); }
-
- private:
-  explicit Task(Handle handle) noexcept : handle_(handle) {}
-  Handle handle_;
-};
-
-template <>
-class [[nodiscard]] Task<void> {
- public:
-  struct promise_type : detail::PromiseBase {
-    Task get_return_object() noexcept { return Task{Handle::from_promise(*this)}; }
-    void return_void() const noexcept {}
-  };
-  using Handle = std::coroutine_handle<promise_type>;
-
-  Task() noexcept = default;
-  Task(Task&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
-  Task& operator=(Task&& other) noexcept {
-    if (this != &other) {
-      if (handle_) handle_.destroy();
-      handle_ = std::exchange(other.handle_, {});
-    }
-    return *this;
-  }
-  ~Task() {
-    if (handle_) handle_.destroy();
-  }
-
-  bool valid() const noexcept { return static_cast<bool>(handle_); }
-  bool done() const noexcept { return handle_ && handle_.done(); }
-
-  bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) noexcept {
-    handle_.promise().continuation = caller;
-    return handle_;
-  }
-  void await_resume() const { handle_.promise().rethrow_if_failed(); }
-
   Handle release() noexcept { return std::exchange(handle_, {}); }
 
  private:
