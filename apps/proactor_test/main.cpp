@@ -31,6 +31,8 @@ ucp::LoopOptions loop_options_from(const ucp::EventLoopConfig& c) {
   options.defer_taskrun = c.defer_taskrun;
   options.provided_buffers_count = c.multishot_recv ? c.provided_buffers_count : 0;
   options.provided_buffer_size = c.provided_buffer_size;
+  options.registered_buffers_count = c.registered_buffers_count;
+  options.registered_buffer_size = c.registered_buffer_size;
   return options;
 }
 
@@ -136,13 +138,6 @@ int main(int argc, char** argv) {
     LOG_ERROR("start-up failed: {}", error);
     ucp::Logger::shutdown();
     return 1;
-  }
-  if (config.event_loop.registered_buffers_count > 0) {
-    // Accepted for compatibility with the seed's config; socket I/O does not use fixed
-    // buffers yet (the kernel still copies socket data, IO_URING_PITFALLS #5).
-    warnings +=
-        "registered_buffers_count = " + std::to_string(config.event_loop.registered_buffers_count) +
-        ": registered buffers are not used for socket I/O in this version; ignored\n";
   }
   for (size_t begin = 0; begin < warnings.size();) {
     size_t end = warnings.find('\n', begin);

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "ucp/io/FixedBuffers.h"
 #include "ucp/log/Logger.h"
 
 #include "BufferRing.h"
@@ -80,6 +82,23 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
         notes += "multishot_recv: cannot register a provided buffer ring (" +
                  buffers.error().message() + "); using one recv per read\n";
       }
+    }
+  }
+  if (options.registered_buffers_count > 0) {
+    auto fixed = loop->ring_->register_buffers(options.registered_buffers_count,
+                                               options.registered_buffer_size);
+    if (fixed) {
+      loop->fixed_buffers_ = std::move(*fixed);
+      // WRITE_FIXED on a socket has write(2) semantics: no MSG_NOSIGNAL, so a reset peer
+      // would raise SIGPIPE. Ignore it unless the application installed its own handler.
+      struct sigaction current {};
+      if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+        ::signal(SIGPIPE, SIG_IGN);
+      }
+    } else {
+      notes += io::describe_registration_error(fixed.error(), options.registered_buffers_count,
+                                               options.registered_buffer_size) +
+               "\n";
     }
   }
   if (warnings) *warnings += notes;

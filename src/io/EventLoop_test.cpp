@@ -1,5 +1,6 @@
 #include "ucp/io/EventLoop.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -8,9 +9,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "ucp/io/FixedBuffers.h"
 #include "ucp/io/Operations.h"
 
 namespace ucp {
@@ -260,6 +266,102 @@ TEST(EventLoop, PostsFromFourThreadsAllRunInPerThreadOrder) {
   EXPECT_EQ(total, kThreads * kPerThread);
   // Coalescing: far fewer eventfd writes than posts.
   EXPECT_LT(loop->wakeups_written(), static_cast<uint64_t>(kThreads * kPerThread));
+}
+
+TEST(EventLoop, RegisteredBuffersCarryFixedReadsAndWrites) {
+  LoopOptions options;
+  options.registered_buffers_count = 4;
+  options.registered_buffer_size = 4096;
+  std::string warnings;
+  auto created = EventLoop::create(options, &warnings);
+  ASSERT_TRUE(created) << created.error().message();
+  EventLoop& loop = **created;
+  EXPECT_EQ(warnings, "");
+  io::FixedBuffers* fixed = loop.fixed_buffers();
+  ASSERT_NE(fixed, nullptr);
+  EXPECT_EQ(fixed->count(), 4u);
+  SocketPair pair;
+  std::string received;
+  run_task(loop,
+           [](EventLoop& l, io::FixedBuffers& buffers, int a, int b, std::string& out) -> Task<> {
+             auto out_index = buffers.acquire();
+             auto in_index = buffers.acquire();
+             EXPECT_TRUE(out_index && in_index);
+             // WRITE_FIXED: the whole message lies inside registered buffer `out_index`.
+             std::span<std::byte> source = buffers.buffer(*out_index);
+             std::memcpy(source.data(), "fixed buffers", 13);
+             EXPECT_EQ(buffers.index_of(source.data(), 13), *out_index);
+             io::SendAllOp send(l, a, source.first(13));
+             auto sent = co_await send;
+             EXPECT_TRUE(sent);
+             // READ_FIXED into registered buffer `in_index`.
+             io::RecvOp recv(l, b, {}, 1000);
+             recv.set_buffer(buffers.buffer(*in_index), *in_index);
+             auto n = co_await recv;
+             EXPECT_TRUE(n);
+             if (n) out.assign(reinterpret_cast<const char*>(buffers.buffer(*in_index).data()), *n);
+             buffers.release(*out_index);
+             buffers.release(*in_index);
+           }(loop, *fixed, pair.a.get(), pair.b.get(), received));
+  EXPECT_EQ(received, "fixed buffers");
+  EXPECT_EQ(fixed->in_use(), 0u);
+}
+
+TEST(EventLoop, FixedBuffersLendEachBufferOnceAndLocateSpans) {
+  LoopOptions options;
+  options.registered_buffers_count = 2;
+  options.registered_buffer_size = 128;
+  auto loop = make_loop(options);
+  ASSERT_TRUE(loop && loop->fixed_buffers());
+  io::FixedBuffers& fixed = *loop->fixed_buffers();
+  auto first = fixed.acquire(), second = fixed.acquire();
+  ASSERT_TRUE(first && second);
+  EXPECT_NE(*first, *second);
+  EXPECT_FALSE(fixed.acquire());  // all borrowed: the caller falls back to its own memory
+  EXPECT_EQ(fixed.in_use(), 2u);
+  std::byte* start = fixed.buffer(*second).data();
+  EXPECT_EQ(fixed.index_of(start + 100, 28), *second);
+  EXPECT_EQ(fixed.index_of(start + 100, 29), -1);  // would cross into the next buffer
+  std::byte outside[8];
+  EXPECT_EQ(fixed.index_of(outside, sizeof outside), -1);
+  fixed.release(*first);
+  EXPECT_EQ(fixed.acquire(), first);
+}
+
+TEST(EventLoop, RegisteredBuffersOverTheMemlockLimitGiveOneWarningAndNoBuffers) {
+  // Root has CAP_IPC_LOCK, which exempts it from the limit: drop it in a child process.
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[2]{};
+    ::syscall(SYS_capget, &header, caps);
+    caps[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+    caps[CAP_IPC_LOCK / 32].permitted &= ~(1u << (CAP_IPC_LOCK % 32));
+    if (::syscall(SYS_capset, &header, caps) != 0) ::_exit(10);
+    rlimit limit{65536, 65536};
+    if (::setrlimit(RLIMIT_MEMLOCK, &limit) != 0) ::_exit(11);
+    LoopOptions options;
+    options.ring_entries = 8;
+    options.registered_buffers_count = 64;
+    options.registered_buffer_size = 4096;  // 256 KiB > 64 KiB
+    std::string warnings;
+    auto loop = EventLoop::create(options, &warnings);
+    if (!loop) ::_exit(12);
+    if ((*loop)->fixed_buffers() != nullptr) ::_exit(13);
+    bool names_figures = warnings.find("RLIMIT_MEMLOCK = 65536 bytes") != std::string::npos &&
+                         warnings.find("64 x 4096 = 262144 bytes") != std::string::npos;
+    if (!names_figures) {
+      std::fprintf(stderr, "warning was: %s\n", warnings.c_str());
+      ::_exit(14);
+    }
+    if (std::count(warnings.begin(), warnings.end(), '\n') != 1) ::_exit(15);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child failed at step " << WEXITSTATUS(status);
 }
 
 TEST(EventLoop, SetupErrorsAreExplained) {

@@ -4,8 +4,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "ucp/log/Logger.h"
@@ -103,6 +105,36 @@ Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options,
 
 IoUring::~IoUring() {
   if (initialized_) io_uring_queue_exit(&ring_);
+}
+
+Result<std::unique_ptr<FixedBuffers>> IoUring::register_buffers(uint32_t count, uint32_t size) {
+  size_t bytes = size_t{count} * size;
+  void* mapped = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  if (mapped == MAP_FAILED) return Unexpected{error_from_errno(errno)};
+  auto storage = static_cast<std::byte*>(mapped);
+  std::vector<iovec> vectors(count);
+  for (uint32_t i = 0; i < count; ++i) vectors[i] = {storage + size_t{i} * size, size};
+  if (int ret = io_uring_register_buffers(&ring_, vectors.data(), count); ret < 0) {
+    ::munmap(mapped, bytes);
+    return Unexpected{error_from_errno(-ret)};
+  }
+  return std::make_unique<FixedBuffers>(storage, bytes, count, size);
+}
+
+std::string describe_registration_error(std::error_code error, uint32_t count, uint32_t size) {
+  std::string what = "registered buffers: cannot register " + std::to_string(count) + " x " +
+                     std::to_string(size) + " = " + std::to_string(uint64_t{count} * size) +
+                     " bytes";
+  if (error.value() == ENOMEM) {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_MEMLOCK, &limit);
+    std::string current =
+        limit.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(limit.rlim_cur) + " bytes";
+    return what + ": over the locked-memory limit (RLIMIT_MEMLOCK = " + current +
+           "); raise `ulimit -l` or lower event_loop.registered_buffers_count; running without "
+           "registered buffers";
+  }
+  return what + ": " + error.message() + "; running without registered buffers";
 }
 
 Result<void> IoUring::enable() {

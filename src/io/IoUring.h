@@ -15,6 +15,7 @@
 
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/FixedBuffers.h"
 #include "ucp/io/IoContext.h"
 
 namespace ucp::io {
@@ -25,6 +26,10 @@ class IoUring {
   IoUring(const IoUring&) = delete;
   IoUring& operator=(const IoUring&) = delete;
   ~IoUring();
+
+  /// Registers `count` x `size` bytes of fresh memory as fixed buffers. ENOMEM means the
+  /// locked-memory limit (see describe_registration_error).
+  Result<std::unique_ptr<FixedBuffers>> register_buffers(uint32_t count, uint32_t size);
 
   /// Must run on the loop thread before the first submit.
   Result<void> enable();
@@ -82,6 +87,9 @@ class IoUring {
   uint64_t in_flight_ = 0;  // SQEs handed out whose final CQE has not arrived
   IoStats stats_;
 };
+
+/// One line saying why registering fixed buffers failed and what the server does instead.
+std::string describe_registration_error(std::error_code error, uint32_t count, uint32_t size);
 
 /// One line saying what a ring set-up failure means and what to do about it.
 std::string describe_setup_error(std::error_code error, const LoopOptions& options);

@@ -5,6 +5,8 @@
 
 #include <liburing.h>
 
+#include "ucp/io/FixedBuffers.h"
+
 #include "BufferRing.h"
 #include "IoUring.h"
 
@@ -57,10 +59,18 @@ bool RecvOp::await_suspend(std::coroutine_handle<> caller) noexcept {
     return false;
   }
   waiter_ = caller;
+  auto prepare = [this](io_uring_sqe* sqe) {
+    if (fixed_index_ >= 0) {
+      io_uring_prep_read_fixed(sqe, fd_, buffer_.data(), static_cast<unsigned>(buffer_.size()), 0,
+                               fixed_index_);
+    } else {
+      io_uring_prep_recv(sqe, fd_, buffer_.data(), buffer_.size(), 0);
+    }
+  };
   if (timeout_ms_ == 0) {
     io_uring_sqe* sqes[1];
     if (!take_sqes(loop_, op_, sqes)) return false;
-    io_uring_prep_recv(sqes[0], fd_, buffer_.data(), buffer_.size(), 0);
+    prepare(sqes[0]);
     io_uring_sqe_set_data(sqes[0], &op_);
     remaining_ = 1;
     return true;
@@ -68,7 +78,7 @@ bool RecvOp::await_suspend(std::coroutine_handle<> caller) noexcept {
   // Both SQEs at once: a flush between them would submit the recv without its timer.
   io_uring_sqe* sqes[2];
   if (!take_sqes(loop_, op_, sqes)) return false;
-  io_uring_prep_recv(sqes[0], fd_, buffer_.data(), buffer_.size(), 0);
+  prepare(sqes[0]);
   sqes[0]->flags |= IOSQE_IO_LINK;
   io_uring_sqe_set_data(sqes[0], &op_);
   // timeout_ is a member: the kernel reads it at submit time, while this frame is alive.
@@ -112,8 +122,16 @@ bool SendAllOp::start(std::coroutine_handle<> caller) noexcept {
 bool SendAllOp::submit_next() noexcept {
   io_uring_sqe* sqes[1];
   if (!take_sqes(loop_, send_context_, sqes)) return false;
-  // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
-  io_uring_prep_send(sqes[0], fd_, data_.data() + sent_, data_.size() - sent_, MSG_NOSIGNAL);
+  const std::byte* rest = data_.data() + sent_;
+  size_t length = data_.size() - sent_;
+  FixedBuffers* fixed = loop_.fixed_buffers();
+  if (int index = fixed ? fixed->index_of(rest, length) : -1; index >= 0) {
+    // write(2) semantics: no MSG_NOSIGNAL, so EventLoop::create ignored SIGPIPE for us.
+    io_uring_prep_write_fixed(sqes[0], fd_, rest, static_cast<unsigned>(length), 0, index);
+  } else {
+    // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
+    io_uring_prep_send(sqes[0], fd_, rest, length, MSG_NOSIGNAL);
+  }
   io_uring_sqe_set_data(sqes[0], &send_context_);
   return true;
 }
@@ -304,6 +322,20 @@ std::coroutine_handle<> MultishotRecv::on_cqe(IoContext& context, int32_t res,
     return self->on_starved_(self->hook_owner_);
   }
   return std::exchange(self->waiter_, {});
+}
+
+BufferLease MultishotRecv::lend_front() noexcept {
+  BufferRing* ring = loop_.buffer_ring();
+  Chunk& chunk = queue_[head_];
+  BufferLease lease =
+      BufferLease::from_ring(loop_, chunk.buffer_id, ring->buffer(chunk.buffer_id) + chunk.offset,
+                             chunk.length - chunk.offset);
+  ++head_;
+  if (--queued_ == 0) {
+    queue_.clear();
+    head_ = 0;
+  }
+  return lease;
 }
 
 size_t MultishotRecv::copy_out(std::span<std::byte> destination) noexcept {

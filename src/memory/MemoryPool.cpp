@@ -13,7 +13,10 @@ namespace {
 
 constexpr size_t kHeaderSize = 16;    // keeps user memory aligned to alignof(max_align_t)
 constexpr size_t kMinClassShift = 6;  // 64 bytes
-constexpr size_t kClassCount = 8;     // 64 .. 8192
+// Classes grow by powers of two with a 3/4 step between (64, 96, 128, 192 ... 6144, 8192):
+// a coroutine frame just past a power of two (a 520-byte frame) wastes a quarter, not half.
+// Every class is a multiple of 16, so user memory stays aligned to alignof(max_align_t).
+constexpr size_t kClassCount = 15;
 constexpr size_t kChunkSize = 64 * 1024;
 constexpr uint32_t kHeapClass = 0xffffffff;
 
@@ -32,10 +35,13 @@ static_assert(sizeof(Header) == kHeaderSize);
 
 size_t class_of(size_t total) noexcept {
   size_t rounded = std::bit_ceil(std::max<size_t>(total, size_t{1} << kMinClassShift));
-  return static_cast<size_t>(std::countr_zero(rounded)) - kMinClassShift;
+  size_t index = 2 * (static_cast<size_t>(std::countr_zero(rounded)) - kMinClassShift);
+  bool three_quarters_fit = index > 0 && total <= rounded / 4 * 3;
+  return three_quarters_fit ? index - 1 : index;
 }
 size_t class_bytes(size_t size_class) noexcept {
-  return size_t{1} << (size_class + kMinClassShift);
+  if (size_class % 2 == 0) return size_t{1} << (size_class / 2 + kMinClassShift);
+  return size_t{3} << ((size_class - 1) / 2 + kMinClassShift - 1);  // 3/4 of the next power
 }
 
 class Pool {

@@ -5,7 +5,16 @@
 
 #include <sys/socket.h>
 
+#include "ucp/io/FixedBuffers.h"
+
 namespace ucp {
+namespace {
+
+// receive() without a free registered buffer reads into a pool block; this size keeps the
+// block (with its pool header) in the 4 KiB class.
+constexpr size_t kPooledReceiveBytes = 4096 - 16;
+
+}  // namespace
 
 TcpConnection::TcpConnection(EventLoop& loop, UniqueFd fd, InetAddress peer,
                              uint32_t read_timeout_ms) noexcept
@@ -45,13 +54,29 @@ TcpConnection::ReadAwaiter::ReadAwaiter(TcpConnection& connection,
       connection_(connection),
       destination_(buffer) {}
 
+TcpConnection::ReadAwaiter::ReadAwaiter(TcpConnection& connection,
+                                        io::BufferLease* lend_into) noexcept
+    : io::RecvOp(connection.loop_, connection.fd_.get(), {}, connection.read_timeout_ms_),
+      connection_(connection),
+      lease_(lend_into) {}
+
 bool TcpConnection::ReadAwaiter::await_ready() const noexcept {
   const auto& multishot = connection_.multishot_;
-  return multishot && !destination_.empty() && multishot->has_data() &&
-         !connection_.reading_stopped_;
+  return multishot && wants_data() && multishot->has_data() && !connection_.reading_stopped_;
 }
 
 bool TcpConnection::ReadAwaiter::start_single_shot(std::coroutine_handle<> caller) noexcept {
+  if (lease_ != nullptr && lease_->source() == io::BufferLease::Source::kNone) {
+    // Borrow a registered buffer when one is free, else a pool block, for this read only.
+    io::FixedBuffers* fixed = connection_.loop_.fixed_buffers();
+    if (auto index = fixed ? fixed->acquire() : std::nullopt) {
+      *lease_ = io::BufferLease::from_fixed(*fixed, *index);
+      set_buffer(lease_->writable(), *index);
+    } else {
+      *lease_ = io::BufferLease::from_pool(kPooledReceiveBytes);
+      set_buffer(lease_->writable());
+    }
+  }
   if (!io::RecvOp::await_suspend(caller)) return false;
   mode_ = Mode::kSingleShot;
   connection_.current_read_ = this;
@@ -66,7 +91,7 @@ bool TcpConnection::ReadAwaiter::await_suspend(std::coroutine_handle<> caller) n
     return false;
   }
   auto& multishot = connection_.multishot_;
-  if (!multishot || destination_.empty()) return start_single_shot(caller);
+  if (!multishot || !wants_data()) return start_single_shot(caller);
   if (multishot->has_data() || multishot->at_eof() || multishot->error() != 0) return false;
   if (multishot->needs_fallback()) {  // the ring ran dry last time: read into our buffer
     multishot->clear_fallback();
@@ -92,6 +117,13 @@ Result<size_t> TcpConnection::ReadAwaiter::await_resume() noexcept {
     c.current_read_ = nullptr;
     c.operation_finished();
     result = io::RecvOp::await_resume();
+    if (lease_ != nullptr) {
+      if (result && *result > 0) {
+        lease_->set_size(*result);
+      } else {
+        lease_->reset();
+      }
+    }
   } else {
     if (mode_ == Mode::kMultishot) {
       c.current_read_ = nullptr;
@@ -103,7 +135,12 @@ Result<size_t> TcpConnection::ReadAwaiter::await_resume() noexcept {
     } else if (op_.result < 0 || !multishot) {
       result = io::RecvOp::await_resume();  // refused before anything was submitted
     } else if (multishot->has_data()) {
-      result = multishot->copy_out(destination_);
+      if (lease_ != nullptr) {
+        *lease_ = multishot->lend_front();
+        result = lease_->size();
+      } else {
+        result = multishot->copy_out(destination_);
+      }
     } else if (multishot->at_eof()) {
       result = size_t{0};
     } else if (multishot->error() != 0) {

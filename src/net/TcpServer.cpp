@@ -28,9 +28,10 @@ std::string TcpServer::start(std::string* warnings) {
   auto address = InetAddress::parse(options_.ip, options_.port);
   if (!address) return "server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address";
 
-  // The main loop only accepts: it needs no provided buffers of its own.
+  // The main loop only accepts: it needs no provided or registered buffers of its own.
   LoopOptions main_options = loop_options_;
   main_options.provided_buffers_count = 0;
+  main_options.registered_buffers_count = 0;
   main_options.ring_entries = std::min<uint32_t>(loop_options_.ring_entries, 1024);
   std::string notes;
   auto main_loop = EventLoop::create(main_options, &notes);

@@ -33,11 +33,23 @@ Task<> echo_handler(TcpConnection& connection) {
   }
 }
 
+// The same echo through receive(): bytes arrive in a lent buffer (provided ring, registered
+// or pool) and are written back from it.
+Task<> lending_echo_handler(TcpConnection& connection) {
+  for (;;) {
+    auto data = co_await connection.receive();
+    if (!data || data->empty()) co_return;
+    if (!co_await connection.write_all(data->bytes())) co_return;
+  }
+}
+
 struct ServerParams {
   uint32_t threads;
   bool sqpoll;
   bool defer_taskrun;
-  uint32_t provided_buffers = 0;  // > 0: multishot recv into a provided buffer ring
+  uint32_t provided_buffers = 0;    // > 0: multishot recv into a provided buffer ring
+  uint32_t registered_buffers = 0;  // > 0: fixed buffers for single-shot receive() and writes
+  bool receive_api = false;         // echo through receive() instead of read()
 };
 
 class RunningServer {
@@ -57,7 +69,10 @@ class RunningServer {
     loop.defer_taskrun = params.defer_taskrun;
     loop.provided_buffers_count = params.provided_buffers;
     loop.provided_buffer_size = 4096;
-    server_ = std::make_unique<TcpServer>(options, loop, &echo_handler);
+    loop.registered_buffers_count = params.registered_buffers;
+    loop.registered_buffer_size = 4096;
+    server_ = std::make_unique<TcpServer>(
+        options, loop, params.receive_api ? &lending_echo_handler : &echo_handler);
     std::string error = server_->start();
     EXPECT_EQ(error, "");
     port_ = server_->local_address().port();
@@ -217,17 +232,76 @@ TEST_P(TcpServerMatrix, HalfClosedPeerStillGetsEveryByteThenEof) {
 
 INSTANTIATE_TEST_SUITE_P(
     Matrix, TcpServerMatrix,
-    ::testing::Values(ServerParams{1, false, true}, ServerParams{3, false, true},
-                      ServerParams{1, true, false}, ServerParams{3, true, false},
-                      ServerParams{1, false, false}, ServerParams{1, false, true, 256},
-                      ServerParams{3, false, true, 256}, ServerParams{1, true, false, 256},
-                      ServerParams{1, false, true, 4}),
+    ::testing::Values(
+        ServerParams{1, false, true}, ServerParams{3, false, true}, ServerParams{1, true, false},
+        ServerParams{3, true, false}, ServerParams{1, false, false},
+        ServerParams{1, false, true, 256}, ServerParams{3, false, true, 256},
+        ServerParams{1, true, false, 256}, ServerParams{1, false, true, 4},
+        // receive(): registered buffers on (64; 2 = most reads fall back to the
+        // pool), off, and lent from the multishot ring (256; 4 = ring runs dry)
+        ServerParams{1, false, true, 0, 64, true}, ServerParams{3, false, true, 0, 64, true},
+        ServerParams{1, true, false, 0, 64, true}, ServerParams{3, true, false, 0, 64, true},
+        ServerParams{1, false, true, 0, 2, true}, ServerParams{1, false, true, 0, 0, true},
+        ServerParams{1, false, true, 256, 0, true}, ServerParams{3, true, false, 256, 0, true},
+        ServerParams{1, false, true, 4, 0, true}),
     [](const auto& param_info) {
       const ServerParams& p = param_info.param;
       return "threads" + std::to_string(p.threads) + (p.sqpoll ? "_sqpoll" : "") +
              (p.defer_taskrun ? "_defer" : "_coop") +
-             (p.provided_buffers ? "_multishot" + std::to_string(p.provided_buffers) : "");
+             (p.provided_buffers ? "_multishot" + std::to_string(p.provided_buffers) : "") +
+             (p.registered_buffers ? "_registered" + std::to_string(p.registered_buffers) : "") +
+             (p.receive_api ? "_receive" : "");
     });
+
+// receive() really lends what the configuration promises: ring buffers with multishot,
+// registered buffers for single-shot reads (pool blocks once all are borrowed).
+std::array<std::atomic<int>, 4> g_lease_sources{};
+
+Task<> counting_echo_handler(TcpConnection& connection) {
+  for (;;) {
+    auto data = co_await connection.receive();
+    if (!data || data->empty()) co_return;
+    g_lease_sources[static_cast<size_t>(data->source())]++;
+    if (!co_await connection.write_all(data->bytes())) co_return;
+  }
+}
+
+std::array<int, 4> lease_sources_after_echo(uint32_t provided, uint32_t registered) {
+  for (auto& count : g_lease_sources) count = 0;
+  ServerOptions options;
+  options.ip = "127.0.0.1";
+  options.port = 0;
+  LoopOptions loop;
+  loop.ring_entries = 64;
+  loop.provided_buffers_count = provided;
+  loop.registered_buffers_count = registered;
+  TcpServer server(options, loop, &counting_echo_handler);
+  EXPECT_EQ(server.start(), "");
+  std::thread runner([&] { server.run(); });
+  {
+    UniqueFd client = connect_to(server.local_address().port());
+    for (int i = 0; i < 10; ++i) {
+      std::string message = "lease " + std::to_string(i);
+      EXPECT_TRUE(send_all(client.get(), message.data(), message.size()));
+      EXPECT_EQ(recv_exact(client.get(), message.size()), message);
+    }
+  }
+  server.stop();
+  runner.join();
+  std::array<int, 4> counts{};
+  for (size_t i = 0; i < counts.size(); ++i) counts[i] = g_lease_sources[i].load();
+  return counts;
+}
+
+TEST(TcpServer, ReceiveLendsRingRegisteredOrPoolBuffersAsConfigured) {
+  using Source = io::BufferLease::Source;
+  auto multishot = lease_sources_after_echo(64, 0);
+  EXPECT_EQ(multishot[size_t(Source::kProvidedRing)], 10);
+  auto registered = lease_sources_after_echo(0, 8);
+  EXPECT_EQ(registered[size_t(Source::kFixed)], 10);
+  auto plain = lease_sources_after_echo(0, 0);
+  EXPECT_EQ(plain[size_t(Source::kPool)], 10);
+}
 
 class TcpServerTimeouts : public ::testing::TestWithParam<uint32_t> {};
 

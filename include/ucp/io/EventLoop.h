@@ -36,6 +36,7 @@ namespace ucp {
 namespace io {
 class IoUring;
 class BufferRing;
+class FixedBuffers;
 }  // namespace io
 
 /// Ring set-up knobs (the [event_loop] config section maps onto these).
@@ -48,6 +49,8 @@ struct LoopOptions {
   bool defer_taskrun = true;                // SINGLE_ISSUER + DEFER_TASKRUN when available
   uint32_t provided_buffers_count = 0;      // provided buffer ring for multishot recv; 0 = none
   uint32_t provided_buffer_size = 4096;
+  uint32_t registered_buffers_count = 0;  // fixed buffers (READ/WRITE_FIXED); 0 = none
+  uint32_t registered_buffer_size = 4096;
 };
 
 /// What the running kernel gave us (probed at start, not guessed from its version).
@@ -114,6 +117,8 @@ class EventLoop {
   // For awaiters and io/ internals.
   io::IoUring& ring() noexcept { return *ring_; }
   io::BufferRing* buffer_ring() noexcept { return buffer_ring_.get(); }
+  /// The registered buffers, or null when off or the kernel refused them.
+  io::FixedBuffers* fixed_buffers() noexcept { return fixed_buffers_.get(); }
   /// Queues a resumption for this iteration (awaiters that complete without the kernel).
   void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
 
@@ -138,6 +143,7 @@ class EventLoop {
   LoopOptions options_;
   std::unique_ptr<io::IoUring> ring_;
   std::unique_ptr<io::BufferRing> buffer_ring_;
+  std::unique_ptr<io::FixedBuffers> fixed_buffers_;  // before ring_ in destruction order
   struct WakeContext : IoContext {
     EventLoop* loop = nullptr;
   };

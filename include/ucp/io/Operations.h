@@ -28,6 +28,7 @@
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
+#include "ucp/io/BufferLease.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/IoContext.h"
 
@@ -77,9 +78,16 @@ class RecvOp : public LinkedTimeoutOperation {
       : LinkedTimeoutOperation(loop, timeout_ms), fd_(fd), buffer_(buffer) {}
   bool await_suspend(std::coroutine_handle<> caller) noexcept;
   Result<size_t> await_resume() const noexcept;
+  /// Replaces the destination before the operation starts; `fixed_index` >= 0 names the
+  /// registered buffer that holds it (the read then uses IORING_OP_READ_FIXED).
+  void set_buffer(std::span<std::byte> buffer, int fixed_index = -1) noexcept {
+    buffer_ = buffer;
+    fixed_index_ = fixed_index;
+  }
 
  private:
   int fd_;
+  int fixed_index_ = -1;
   std::span<std::byte> buffer_;
 };
 
@@ -97,7 +105,8 @@ class SendOp : public Operation {
 
 /// Sends all of `data`, re-submitting after short sends inside the completion handler (the
 /// coroutine resumes once: all sent, or the first error). `start` may be called later than
-/// construction, e.g. when the awaiter waited its turn behind another send.
+/// construction, e.g. when the awaiter waited its turn behind another send. Bytes that lie
+/// in one of the loop's registered buffers go out with IORING_OP_WRITE_FIXED.
 class SendAllOp : public Operation {
  public:
   SendAllOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept;
@@ -242,6 +251,9 @@ class MultishotRecv {
   int32_t error() const noexcept { return error_; }
   /// Copies queued bytes into `destination`, recycling emptied buffers.
   size_t copy_out(std::span<std::byte> destination) noexcept;
+  /// Hands the oldest queued chunk over without copying; the lease recycles its buffer.
+  /// Requires has_data().
+  BufferLease lend_front() noexcept;
   /// The coroutine to resume when something arrives (data, EOF, error, end of receive).
   void set_waiter(std::coroutine_handle<> waiter) noexcept { waiter_ = waiter; }
   /// Asks the kernel to stop the receive; its final CQE still arrives.

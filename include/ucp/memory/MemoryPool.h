@@ -2,9 +2,10 @@
 // MemoryPool: per-thread pools of fixed-size blocks for small, frequent objects
 // (coroutine frames through promise_type::operator new, IoContexts).
 //
-// Each thread owns one pool with size classes 64, 128, ..., 8192 bytes (header included, so
-// payloads up to kMaxBlockSize = 8176 bytes, e.g. a frame holding a 4 KiB buffer); larger
-// requests go to the heap. A block carries a 16-byte header naming its owner pool and class:
+// Each thread owns one pool with size classes 64, 96, 128, 192, ..., 6144, 8192 bytes (powers
+// of two and the 3/4 step between them; header included, so payloads up to kMaxBlockSize =
+// 8176 bytes, e.g. a frame holding a 4 KiB buffer); larger requests go to the heap. A block carries
+// a 16-byte header naming its owner pool and class:
 //
 //   | owner Pool* (8) | class (4) | pad (4) | user bytes ... |
 //

@@ -5,6 +5,9 @@
 //   auto n = co_await conn.read(buf);          // read_timeout_ms applies; 0 = peer closed
 //   if (!co_await conn.write_all({buf, *n}))   // every byte, or an error
 //
+//   auto data = co_await conn.receive();       // the same, without a buffer of your own:
+//   co_await conn.write_all(data->bytes());    // the loop lends one (io/BufferLease.h)
+//
 // Reads carry an IORING_OP_LINK_TIMEOUT (read_timeout_ms). Writes: at most one send is in
 // flight per connection (overlapping sends on one socket can reorder bytes, PITFALLS #14);
 // later writers wait their turn in FIFO order. A writer stays suspended until its bytes are
@@ -21,6 +24,7 @@
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
 #include "ucp/coro/Task.h"
+#include "ucp/io/BufferLease.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
 #include "ucp/net/InetAddress.h"
@@ -37,6 +41,7 @@ class TcpConnection {
   class ReadAwaiter : public io::RecvOp {
    public:
     ReadAwaiter(TcpConnection& connection, std::span<std::byte> buffer) noexcept;
+    ReadAwaiter(TcpConnection& connection, io::BufferLease* lend_into) noexcept;
     /// Data already received by the multishot receive is returned without suspending.
     bool await_ready() const noexcept;
     bool await_suspend(std::coroutine_handle<> caller) noexcept;
@@ -47,10 +52,29 @@ class TcpConnection {
     enum class Mode : uint8_t { kImmediate, kSingleShot, kMultishot };
     bool start_single_shot(std::coroutine_handle<> caller) noexcept;
 
+    bool wants_data() const noexcept { return lease_ != nullptr || !destination_.empty(); }
+
     TcpConnection& connection_;
     std::span<std::byte> destination_;
+    io::BufferLease* lease_ = nullptr;  // receive(): the data is lent here instead of copied
     std::coroutine_handle<> caller_;
     Mode mode_ = Mode::kImmediate;
+  };
+
+  /// receive(): a read whose bytes arrive in a lent buffer (provided ring, registered or
+  /// pool), so an idle connection's handler holds no buffer of its own.
+  class ReceiveAwaiter : public ReadAwaiter {
+   public:
+    explicit ReceiveAwaiter(TcpConnection& connection) noexcept
+        : ReadAwaiter(connection, &received_) {}
+    Result<io::BufferLease> await_resume() noexcept {
+      auto n = ReadAwaiter::await_resume();
+      if (!n) return Unexpected{n.error()};
+      return std::move(received_);
+    }
+
+   private:
+    io::BufferLease received_;
   };
 
   class WriteAwaiter : public io::SendAllOp {
@@ -75,6 +99,10 @@ class TcpConnection {
   ReadAwaiter read(std::span<char> buffer) noexcept {
     return {*this, std::as_writable_bytes(buffer)};
   }
+  /// Like read(), but the bytes come in a buffer the loop lends (no copy when reads come
+  /// from the multishot receive; a registered buffer for single-shot reads when one is
+  /// free). An empty lease means EOF. Drop the lease once done with its bytes.
+  ReceiveAwaiter receive() noexcept { return ReceiveAwaiter(*this); }
   /// Sends every byte of `data` (waiting its turn behind earlier writers).
   WriteAwaiter write_all(std::span<const std::byte> data) noexcept { return {*this, data}; }
   WriteAwaiter write_all(std::span<const char> data) noexcept {

@@ -1,0 +1,77 @@
+#include "ucp/io/BufferLease.h"
+
+#include "ucp/io/EventLoop.h"
+#include "ucp/io/FixedBuffers.h"
+#include "ucp/memory/MemoryPool.h"
+
+#include "BufferRing.h"
+
+namespace ucp::io {
+
+BufferLease& BufferLease::operator=(BufferLease&& other) noexcept {
+  if (this != &other) {
+    reset();
+    owner_ = std::exchange(other.owner_, nullptr);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    id_ = other.id_;
+    source_ = std::exchange(other.source_, Source::kNone);
+  }
+  return *this;
+}
+
+BufferLease BufferLease::from_ring(EventLoop& loop, uint16_t id, std::byte* data,
+                                   uint32_t size) noexcept {
+  BufferLease lease;
+  lease.owner_ = &loop;
+  lease.data_ = data;
+  lease.size_ = size;
+  lease.capacity_ = size;
+  lease.id_ = id;
+  lease.source_ = Source::kProvidedRing;
+  return lease;
+}
+
+BufferLease BufferLease::from_fixed(FixedBuffers& buffers, uint16_t index) noexcept {
+  BufferLease lease;
+  auto buffer = buffers.buffer(index);
+  lease.owner_ = &buffers;
+  lease.data_ = buffer.data();
+  lease.capacity_ = static_cast<uint32_t>(buffer.size());
+  lease.id_ = index;
+  lease.source_ = Source::kFixed;
+  return lease;
+}
+
+BufferLease BufferLease::from_pool(size_t capacity) {
+  BufferLease lease;
+  void* block = MemoryPool::allocate(capacity);
+  lease.owner_ = block;
+  lease.data_ = static_cast<std::byte*>(block);
+  lease.capacity_ = static_cast<uint32_t>(capacity);
+  lease.source_ = Source::kPool;
+  return lease;
+}
+
+void BufferLease::reset() noexcept {
+  switch (source_) {
+    case Source::kNone:
+      break;
+    case Source::kProvidedRing:
+      static_cast<EventLoop*>(owner_)->buffer_ring()->recycle(id_);
+      break;
+    case Source::kFixed:
+      static_cast<FixedBuffers*>(owner_)->release(id_);
+      break;
+    case Source::kPool:
+      MemoryPool::deallocate(owner_);
+      break;
+  }
+  owner_ = nullptr;
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+  source_ = Source::kNone;
+}
+
+}  // namespace ucp::io
