@@ -28,6 +28,10 @@
 #     io_uring_enter, a cheaper client but synchronized bursts that flatter batching servers)
 #   BENCH_NICE [-10 as root, else 0]: nice level of server and client
 #   BENCH_NO_BUILD [unset]: do not configure and build first (make bench has built already)
+#   BENCH_TAG [unset]: report name suffix (bench/results/<date>-<host>-<tag>.md)
+# UCP variants for the tuning matrix: a server named ucp+SECTION.KEY=VALUE[+...] is
+# proactor_test with those --set overrides, e.g.
+#   BENCH_SERVERS="ucp ucp+event_loop.sqpoll=true epoll_echo" BENCH_TAG=sqpoll ./benchmark.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$PWD
@@ -79,7 +83,7 @@ command -v taskset >/dev/null || die "taskset (util-linux) is needed"
 # ---- machine ----------------------------------------------------------------------------------
 HOST=$(hostname -s 2>/dev/null || hostname)
 DAY=$(date +%Y-%m-%d)
-STAMP="$DAY-$HOST"
+STAMP="$DAY-$HOST${BENCH_TAG:+-$BENCH_TAG}"
 RESULTS=$ROOT/bench/results
 RAW=$RESULTS/raw/$STAMP-$(date +%H%M%S)
 mkdir -p "$RAW"
@@ -100,7 +104,7 @@ if [ ! -x "$BIN/proactor_test" ]; then
 fi
 available() {  # available NAME: true when the server can run here
   case $1 in
-    ucp) [ "$ucp_available" = 1 ] ;;
+    ucp | ucp+*) [ "$ucp_available" = 1 ] ;;
     nginx) [ -x "$NGINX" ] ;;
     *) [ -x "$BIN/$1" ] ;;
   esac
@@ -150,7 +154,12 @@ start_server() {
   PORT=$(free_port)
   local -a cmd
   case $name in
-    ucp) cmd=("$BIN/proactor_test" --set "server.port=$PORT" "${UCP_FLAGS[@]/PROTOCOL/$protocol}") ;;
+    ucp | ucp+*)
+      local -a overrides=() parts=()
+      local part
+      IFS=+ read -ra parts <<<"${name#ucp}"
+      for part in "${parts[@]}"; do [ -n "$part" ] && overrides+=(--set "$part"); done
+      cmd=("$BIN/proactor_test" --set "server.port=$PORT" "${UCP_FLAGS[@]/PROTOCOL/$protocol}" "${overrides[@]}") ;;
     nginx)
       local prefix=$RAW/nginx
       mkdir -p "$prefix"

@@ -33,6 +33,7 @@ ucp::LoopOptions loop_options_from(const ucp::EventLoopConfig& c) {
   options.provided_buffer_size = c.provided_buffer_size;
   options.registered_buffers_count = c.registered_buffers_count;
   options.registered_buffer_size = c.registered_buffer_size;
+  options.cqe_batch = c.cqe_batch;
   return options;
 }
 

@@ -192,6 +192,7 @@ const std::vector<Key>& keys() {
       {"event_loop", "provided_buffer_size",
        unsigned_key(kLoop, &E::provided_buffer_size, 64, 1048576)},
       {"event_loop", "defer_taskrun", bool_key(kLoop, &E::defer_taskrun)},
+      {"event_loop", "cqe_batch", unsigned_key(kLoop, &E::cqe_batch, 0, 65536)},
       {"event_loop", "msg_ring_handoff", bool_key(kLoop, &E::msg_ring_handoff)},
 
       {"log", "level",

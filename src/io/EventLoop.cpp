@@ -184,10 +184,12 @@ void EventLoop::run_once() {
   }
   ring_->submit_and_wait(may_block ? 1 : 0);
   wake_pending_.store(true, std::memory_order_relaxed);
-  ring_->drain([this](IoContext* context, int32_t res, uint32_t flags) {
-    if (context == nullptr) return;  // linked timeouts, cancels, fire-and-forget closes
-    if (auto next = context->on_cqe(*context, res, flags)) ready_.push_back(next);
-  });
+  ring_->drain(
+      [this](IoContext* context, int32_t res, uint32_t flags) {
+        if (context == nullptr) return;  // linked timeouts, cancels, fire-and-forget closes
+        if (auto next = context->on_cqe(*context, res, flags)) ready_.push_back(next);
+      },
+      options_.cqe_batch);
   resume_ready();
 }
 

@@ -195,6 +195,24 @@ TEST(EventLoop, TinyRingCompletesAThousandOperationsThroughThePendingQueue) {
   EXPECT_GT(loop->stats().sq_full_deferrals, 0u);
 }
 
+TEST(EventLoop, CqeBatchLimitLeavesTheRestForLaterIterationsAndLosesNothing) {
+  LoopOptions options;
+  options.ring_entries = 64;
+  options.cqe_batch = 3;
+  auto loop = make_loop(options);
+  ASSERT_TRUE(loop);
+  int completed = 0;
+  for (int i = 0; i < 500; ++i) {
+    loop->spawn([](EventLoop& l, int& done) -> Task<> {
+      auto r = co_await io::sleep_for(l, std::chrono::milliseconds(1));
+      EXPECT_TRUE(r);
+      if (++done == 500) l.stop();
+    }(*loop, completed));
+  }
+  loop->run();
+  EXPECT_EQ(completed, 500);
+}
+
 TEST(EventLoop, RefusesOperationsWhenSqAndPendingQueueAreFull) {
   LoopOptions options;
   options.ring_entries = 8;

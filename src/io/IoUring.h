@@ -44,9 +44,10 @@ class IoUring {
   /// `timeout_ms` when it is not negative.
   void submit_and_wait(unsigned wait_nr, int timeout_ms = -1);
 
-  /// Walks every available CQE once, then hands the slots back with one cq_advance.
+  /// Walks the available CQEs once (at most `limit`, 0 = all), then hands the slots back
+  /// with one cq_advance.
   template <class OnCqe>
-  unsigned drain(OnCqe&& on_cqe) {
+  unsigned drain(OnCqe&& on_cqe, unsigned limit = 0) {
     unsigned total = 0;
     for (;;) {
       io_uring_cqe* cqe;
@@ -55,9 +56,11 @@ class IoUring {
         ++seen;
         if (!(cqe->flags & IORING_CQE_F_MORE)) --in_flight_;
         on_cqe(static_cast<IoContext*>(io_uring_cqe_get_data(cqe)), cqe->res, cqe->flags);
+        if (limit != 0 && total + seen == limit) break;
       }
       io_uring_cq_advance(&ring_, seen);
       total += seen;
+      if (limit != 0 && total == limit) return total;  // the rest waits for the next round
       // CQEs the kernel could not post (CQ full) wait in its overflow list: flush them in.
       if (io_uring_cq_has_overflow(&ring_)) {
         ++stats_.cq_overflows;

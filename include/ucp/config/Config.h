@@ -51,6 +51,7 @@ struct EventLoopConfig {
   uint32_t provided_buffers_count = 4096;   // pow2 1..32768 buffers in each loop's buffer ring
   uint32_t provided_buffer_size = 4096;     // 64..1048576 bytes each
   bool defer_taskrun = true;                // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN
+  uint32_t cqe_batch = 0;                   // 0..65536 CQEs handled per loop iteration; 0 = all
   bool msg_ring_handoff = false;            // pass accepted fds with IORING_OP_MSG_RING
 
   bool operator==(const EventLoopConfig&) const = default;

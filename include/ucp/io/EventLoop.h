@@ -51,6 +51,7 @@ struct LoopOptions {
   uint32_t provided_buffer_size = 4096;
   uint32_t registered_buffers_count = 0;  // fixed buffers (READ/WRITE_FIXED); 0 = none
   uint32_t registered_buffer_size = 4096;
+  uint32_t cqe_batch = 0;  // CQEs handled per iteration; 0 = all that are ready
 };
 
 /// What the running kernel gave us (probed at start, not guessed from its version).
