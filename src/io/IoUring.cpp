@@ -142,6 +142,10 @@ Result<void> IoUring::enable() {
   long ret =
       ::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
   if (ret < 0) return Unexpected{error_from_errno(errno)};
+  // A registered ring fd spares io_uring_enter the fd lookup and reference count on every
+  // call. It is per thread, hence here on the loop thread; without it (old kernel) the
+  // ordinary fd keeps working.
+  (void)io_uring_register_ring_fd(&ring_);
   return {};
 }
 
