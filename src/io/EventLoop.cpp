@@ -62,6 +62,9 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
   if (!ring) return Unexpected{ring.error()};
   std::unique_ptr<EventLoop> loop(new EventLoop(options));
   loop->ring_ = std::move(*ring);
+  loop->message_context_.loop = loop.get();
+  loop->message_context_.on_cqe = &on_message;
+  loop->ring_->set_message_context(&loop->message_context_);
 
   int fd = ::eventfd(0, EFD_CLOEXEC);
   if (fd < 0) return Unexpected{error_from_errno(errno)};
@@ -142,6 +145,50 @@ void EventLoop::stop() noexcept {
   }
 }
 
+void EventLoop::set_message_handler(UniqueFunction<void(int32_t)> handler) {
+  message_handler_ = std::move(handler);
+  // Open only while the ring is enabled: a message to a disabled ring fails (EBADFD), and
+  // one that arrives after the last reap of a DEFER_TASKRUN ring is lost with its value.
+  if (message_handler_ && enabled_ && !io_shut_down_ && in_loop_thread()) open_mailbox();
+}
+
+void EventLoop::open_mailbox() noexcept {
+  mailbox_.fetch_or(kMailboxOpen, std::memory_order_acq_rel);
+}
+
+bool EventLoop::reserve_incoming_message() noexcept {
+  if (!(mailbox_.load(std::memory_order_acquire) & kMailboxOpen)) return false;
+  // Count first, then look: a shutdown that closes the mailbox after this add sees the count
+  // and waits for the message; one that closed it before makes us take the count back.
+  if (mailbox_.fetch_add(1, std::memory_order_acq_rel) & kMailboxOpen) return true;
+  release_incoming_message();
+  return false;
+}
+
+void EventLoop::release_incoming_message() noexcept {
+  mailbox_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+uint64_t EventLoop::messages_on_their_way() const noexcept {
+  return mailbox_.load(std::memory_order_acquire) & ~kMailboxOpen;
+}
+
+std::coroutine_handle<> EventLoop::on_message(IoContext& context, int32_t res, uint32_t) noexcept {
+  // IORING_OP_MSG_RING: `res` is the sender's value, not a result of ours.
+  static_cast<MessageContext&>(context).loop->arrived_messages_.push_back(res);
+  return {};
+}
+
+void EventLoop::dispatch_messages() {
+  if (arrived_messages_.empty()) return;
+  handling_messages_.swap(arrived_messages_);
+  for (int32_t value : handling_messages_) {
+    if (message_handler_) message_handler_(value);
+    release_incoming_message();  // handled: a shutdown no longer waits for it
+  }
+  handling_messages_.clear();
+}
+
 std::coroutine_handle<> EventLoop::on_wakeup(IoContext& context, int32_t, uint32_t) noexcept {
   static_cast<WakeContext&>(context).loop->wake_armed_ = false;
   return {};
@@ -167,6 +214,7 @@ void EventLoop::run() {
     }
     enabled_ = true;
   }
+  if (message_handler_) open_mailbox();
   while (!stop_requested_.load(std::memory_order_relaxed)) run_once();
   shutdown_io();
 }
@@ -190,6 +238,7 @@ void EventLoop::run_once() {
         if (auto next = context->on_cqe(*context, res, flags)) ready_.push_back(next);
       },
       options_.cqe_batch);
+  dispatch_messages();
   resume_ready();
 }
 
@@ -209,11 +258,15 @@ void EventLoop::run_posted() {
 void EventLoop::shutdown_io() noexcept {
   if (io_shut_down_) return;
   io_shut_down_ = true;  // from here, new operations complete at once with ECANCELED
+  // Refuse new messages, but wait for those already reserved: with DEFER_TASKRUN only this
+  // thread can reap them, and a message left behind is a value (an fd) lost for good.
+  mailbox_.fetch_and(~kMailboxOpen, std::memory_order_acq_rel);
   // Run what was posted before stop (a hand-off must still close its fd), then cancel
   // every operation in flight and reap until the kernel holds nothing of ours
   // (IO_URING_PITFALLS #17: never free a buffer or frame under an in-flight SQE).
   run_posted();
-  for (int round = 0; round < 1000 && ring_->in_flight() > 0; ++round) {
+  for (int round = 0; round < 1000 && (ring_->in_flight() > 0 || messages_on_their_way() > 0);
+       ++round) {
     io_uring_sqe* sqe;
     if (round % 50 == 0 && ring_->acquire(&sqe, 1)) {
       io_uring_prep_cancel(sqe, nullptr, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
@@ -224,11 +277,16 @@ void EventLoop::shutdown_io() noexcept {
       if (context == nullptr) return;
       if (auto next = context->on_cqe(*context, res, flags)) ready_.push_back(next);
     });
+    dispatch_messages();
     resume_ready();
     run_posted();
   }
   if (ring_->in_flight() > 0) {
     LOG_ERROR("event loop stopped with {} operations still in flight", ring_->in_flight());
+  }
+  if (messages_on_their_way() > 0) {
+    LOG_ERROR("event loop stopped with {} ring messages announced but never received",
+              messages_on_their_way());
   }
   // Coroutines still suspended wait on nothing the kernel holds: destroy them now.
   spawned_.destroy_all();

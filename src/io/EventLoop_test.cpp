@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -380,6 +384,271 @@ TEST(EventLoop, RegisteredBuffersOverTheMemlockLimitGiveOneWarningAndNoBuffers) 
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "child failed at step " << WEXITSTATUS(status);
+}
+
+// ---- ring-to-ring messages (IORING_OP_MSG_RING) between loops on two threads ----
+
+size_t open_fd_count() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++count;
+  }
+  return count;
+}
+
+// Sends `count` values from `from` to `to`, up to `window` at once, each with its own
+// RingMessage. `value_of(i)` makes value i; `on_failed(value, error)` takes back a value that
+// did not arrive (refused before sending, or failed in the sender's CQE).
+struct MessageBlaster {
+  struct Slot {
+    MessageBlaster* blaster = nullptr;
+    io::RingMessage message{this, &on_sent};
+    static void on_sent(io::RingMessage& m, Result<void> delivered) noexcept {
+      auto* slot = static_cast<Slot*>(m.owner());
+      slot->blaster->in_flight--;
+      if (!delivered) slot->blaster->failed(m.value(), delivered.error());
+      slot->blaster->free.push_back(slot);
+    }
+  };
+  std::function<int32_t(int)> value_of;
+  std::function<void(int32_t, std::error_code)> failed;
+  std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<Slot*> free;
+  int in_flight = 0;
+
+  MessageBlaster(size_t window, std::function<int32_t(int)> make,
+                 std::function<void(int32_t, std::error_code)> on_failed)
+      : value_of(std::move(make)), failed(std::move(on_failed)) {
+    for (size_t i = 0; i < window; ++i) {
+      slots.push_back(std::make_unique<Slot>());
+      slots.back()->blaster = this;
+      free.push_back(slots.back().get());
+    }
+  }
+
+  // Until `count` values were sent or refused; a refused value goes to `failed` unless
+  // `retry_refused` (then it is sent again a little later: the target is not open yet).
+  Task<> run(EventLoop& from, EventLoop& to, int count, bool retry_refused) {
+    for (int i = 0; i < count;) {
+      if (free.empty()) {
+        co_await io::sleep_for(from, std::chrono::milliseconds(1));
+        continue;
+      }
+      int32_t value = value_of(i);
+      Slot* slot = free.back();
+      auto sent = slot->message.send(from, to, value);
+      if (sent) {
+        free.pop_back();
+        ++in_flight;
+        ++i;
+        continue;
+      }
+      if (retry_refused && sent.error() == std::errc::connection_refused) {
+        co_await io::sleep_for(from, std::chrono::milliseconds(1));
+        continue;
+      }
+      failed(value, sent.error());
+      ++i;
+    }
+    while (in_flight > 0) co_await io::sleep_for(from, std::chrono::milliseconds(1));
+  }
+};
+
+struct MessageCase {
+  const char* name;
+  LoopOptions receiver;
+  LoopOptions sender;
+};
+
+LoopOptions with(bool sqpoll, bool defer_taskrun) {
+  LoopOptions options;
+  options.ring_entries = 64;  // a CQ of 256: 20,000 messages must also survive overflow
+  options.sqpoll = sqpoll;
+  options.defer_taskrun = defer_taskrun;
+  return options;
+}
+
+class RingMessages : public ::testing::TestWithParam<MessageCase> {};
+
+TEST_P(RingMessages, EveryValueReachesTheOtherLoopExactlyOnce) {
+  auto receiver = make_loop(GetParam().receiver);
+  auto sender = make_loop(GetParam().sender);
+  ASSERT_TRUE(receiver && sender);
+  if (!sender->features().msg_ring) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
+  constexpr int kCount = 20000;
+  std::vector<int> seen(kCount, 0);
+  int received = 0;
+  bool on_loop_thread = true;
+  EventLoop& r = *receiver;
+  receiver->set_message_handler([&](int32_t value) {
+    on_loop_thread = on_loop_thread && r.in_loop_thread();
+    if (value >= 0 && value < kCount) ++seen[static_cast<size_t>(value)];
+    if (++received == kCount) r.stop();
+  });
+  std::thread receiver_thread([&] { receiver->run(); });
+  std::vector<std::string> failures;
+  MessageBlaster blaster(
+      256, [](int i) { return static_cast<int32_t>(i); },
+      [&](int32_t value, std::error_code error) {
+        failures.push_back(std::to_string(value) + ": " + error.message());
+      });
+  std::thread sender_thread(
+      [&] { run_task(*sender, blaster.run(*sender, *receiver, kCount, /*retry_refused=*/true)); });
+  sender_thread.join();
+  receiver_thread.join();
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first " << failures.front();
+  EXPECT_EQ(received, kCount);
+  int wrong = 0;
+  for (int count : seen) wrong += count != 1;
+  EXPECT_EQ(wrong, 0) << "values lost or duplicated";
+  EXPECT_TRUE(on_loop_thread);
+  EXPECT_EQ(receiver->in_flight(), 0u);  // messages never count as our own operations
+  EXPECT_EQ(sender->in_flight(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rings, RingMessages,
+    ::testing::Values(MessageCase{"defer_to_defer", with(false, true), with(false, true)},
+                      MessageCase{"defer_to_coop", with(false, false), with(false, true)},
+                      MessageCase{"sqpoll_to_defer", with(false, true), with(true, false)},
+                      MessageCase{"defer_to_sqpoll", with(true, false), with(false, true)}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(EventLoop, LoopWithoutMessageHandlerRefusesMessages) {
+  auto receiver = make_loop();
+  auto sender = make_loop();
+  ASSERT_TRUE(receiver && sender);
+  if (!sender->features().msg_ring) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
+  Result<void> result;
+  run_task(*sender, [](EventLoop& from, EventLoop& to, Result<void>& out) -> Task<> {
+    out = co_await io::send_message(from, to, 7);
+  }(*sender, *receiver, result));
+  EXPECT_EQ(result.error(), std::errc::connection_refused);
+  EXPECT_EQ(receiver->in_flight(), 0u);
+}
+
+// The TcpServer case: the values are fds. A loop that stops while fds are on their way
+// receives them during its shutdown (and closes them); the sender closes what was refused.
+// Nothing may leak: the process holds as many fds afterwards as before.
+TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
+  auto receiver = make_loop(with(false, true));
+  auto sender = make_loop(with(false, true));
+  ASSERT_TRUE(receiver && sender);
+  if (!sender->features().msg_ring) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
+  UniqueFd original(::eventfd(0, EFD_CLOEXEC));
+  ASSERT_TRUE(original);
+  size_t baseline = open_fd_count();
+
+  constexpr int kCount = 30000;
+  std::atomic<int> handled{0};
+  std::atomic<int> handled_while_closing{0};
+  std::atomic<bool> receiver_running{false};
+  EventLoop& r = *receiver;
+  receiver->set_message_handler([&](int32_t fd) {
+    if (r.io_closed()) handled_while_closing.fetch_add(1, std::memory_order_relaxed);
+    UniqueFd owned(fd);  // handled or not, the receiver owns it now
+    handled.fetch_add(1, std::memory_order_relaxed);
+  });
+  std::thread receiver_thread([&] {
+    receiver_running = true;
+    receiver->run();
+  });
+  while (!receiver_running) std::this_thread::yield();
+
+  int returned = 0;
+  std::vector<std::string> unexpected;
+  MessageBlaster blaster(
+      128, [&](int) { return static_cast<int32_t>(::dup(original.get())); },
+      [&](int32_t fd, std::error_code error) {
+        if (error != std::errc::connection_refused) unexpected.push_back(error.message());
+        ::close(fd);  // not delivered: still ours
+        ++returned;
+      });
+  std::thread stopper([&] {
+    // Stop the receiver once messages are flowing, while many are still on their way.
+    while (handled.load(std::memory_order_relaxed) < 2000) std::this_thread::yield();
+    receiver->stop();
+  });
+  // Retry refusals only until the receiver has opened; after its stop they are final.
+  std::thread sender_thread([&] {
+    run_task(*sender,
+             [](MessageBlaster& b, EventLoop& from, EventLoop& to, int source,
+                std::atomic<int>& got) -> Task<> {
+               while (got.load() == 0) {  // wait for the mailbox to open, with one probe at a time
+                 int32_t fd = static_cast<int32_t>(::dup(source));
+                 auto sent = co_await io::send_message(from, to, fd);
+                 if (!sent) {
+                   ::close(fd);
+                   co_await io::sleep_for(from, std::chrono::milliseconds(1));
+                 } else {
+                   break;
+                 }
+               }
+               co_await b.run(from, to, kCount, /*retry_refused=*/false);
+             }(blaster, *sender, *receiver, original.get(), handled));
+  });
+  sender_thread.join();
+  stopper.join();
+  receiver_thread.join();
+
+  EXPECT_TRUE(unexpected.empty()) << unexpected.front();
+  EXPECT_EQ(handled.load() + returned, kCount + 1);  // + the opening probe
+  EXPECT_GT(returned, 0) << "the receiver stopped after every message: nothing was tested";
+  EXPECT_EQ(receiver->in_flight(), 0u);
+  EXPECT_EQ(open_fd_count(), baseline) << "fds leaked";
+  std::printf("handled %d (during shutdown %d), returned to the sender %d\n", handled.load(),
+              handled_while_closing.load(), returned);
+}
+
+// Deterministic version of the race above: the messages are reserved and prepared while the
+// target is still open, but reach the kernel only after the target began shutting down.
+TEST(EventLoop, MessagesAlreadyOnTheirWayWhenTheTargetStopsAreStillHandled) {
+  auto receiver = make_loop(with(false, true));
+  auto sender = make_loop(with(false, true));
+  ASSERT_TRUE(receiver && sender);
+  if (!sender->features().msg_ring) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
+  UniqueFd original(::eventfd(0, EFD_CLOEXEC));
+  size_t baseline = open_fd_count();
+  constexpr int kCount = 100;
+  std::atomic<int> handled{0};
+  std::atomic<int> handled_while_closing{0};
+  EventLoop& r = *receiver;
+  receiver->set_message_handler([&](int32_t fd) {
+    if (r.io_closed()) handled_while_closing.fetch_add(1, std::memory_order_relaxed);
+    UniqueFd owned(fd);
+    handled.fetch_add(1, std::memory_order_relaxed);
+  });
+  std::thread receiver_thread([&] { receiver->run(); });
+  // The mailbox state is only visible through a reservation: take one and give it back.
+  auto mailbox_open = [&] {
+    if (!receiver->reserve_incoming_message()) return false;
+    receiver->release_incoming_message();
+    return true;
+  };
+  while (!mailbox_open()) std::this_thread::yield();
+
+  int returned = 0;
+  MessageBlaster blaster(
+      kCount, [&](int) { return static_cast<int32_t>(::dup(original.get())); },
+      [&](int32_t fd, std::error_code) {
+        ::close(fd);
+        ++returned;
+      });
+  // The sender does not run yet: its SQEs wait in its SQ, the reservations are made.
+  sender->spawn([](MessageBlaster& b, EventLoop& from, EventLoop& to) -> Task<> {
+    co_await b.run(from, to, kCount, /*retry_refused=*/false);
+    from.stop();
+  }(blaster, *sender, *receiver));
+  receiver->stop();
+  while (mailbox_open()) std::this_thread::yield();   // the receiver is shutting down now
+  std::thread sender_thread([&] { sender->run(); });  // submits the 100 messages
+  receiver_thread.join();
+  sender_thread.join();
+
+  EXPECT_EQ(returned, 0);
+  EXPECT_EQ(handled.load(), kCount);
+  EXPECT_EQ(handled_while_closing.load(), kCount);
+  EXPECT_EQ(open_fd_count(), baseline) << "fds leaked";
 }
 
 TEST(EventLoop, SetupErrorsAreExplained) {

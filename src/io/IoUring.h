@@ -54,8 +54,9 @@ class IoUring {
       unsigned head, seen = 0;
       io_uring_for_each_cqe(&ring_, head, cqe) {
         ++seen;
-        if (!(cqe->flags & IORING_CQE_F_MORE)) --in_flight_;
-        on_cqe(static_cast<IoContext*>(io_uring_cqe_get_data(cqe)), cqe->res, cqe->flags);
+        auto* context = static_cast<IoContext*>(io_uring_cqe_get_data(cqe));
+        if (!(cqe->flags & IORING_CQE_F_MORE) && context != message_context_) --in_flight_;
+        on_cqe(context, cqe->res, cqe->flags);
         if (limit != 0 && total + seen == limit) break;
       }
       io_uring_cq_advance(&ring_, seen);
@@ -70,6 +71,10 @@ class IoUring {
       if (seen == 0) return total;
     }
   }
+
+  /// CQEs carrying this user_data were sent by other rings (IORING_OP_MSG_RING), never
+  /// submitted here: they do not count against in_flight().
+  void set_message_context(const IoContext* context) noexcept { message_context_ = context; }
 
   io_uring* raw() noexcept { return &ring_; }
   const IoFeatures& features() const noexcept { return features_; }
@@ -88,6 +93,7 @@ class IoUring {
   std::deque<io_uring_sqe> pending_;
   size_t pending_capacity_ = 0;
   uint64_t in_flight_ = 0;  // SQEs handed out whose final CQE has not arrived
+  const IoContext* message_context_ = nullptr;
   IoStats stats_;
 };
 

@@ -397,3 +397,56 @@ std::coroutine_handle<> MultishotAccept::on_cqe(IoContext& context, int32_t res,
 }
 
 }  // namespace ucp::io
+
+namespace ucp::io {
+
+RingMessage::RingMessage(void* owner, OnSent on_sent) noexcept : owner_(owner), on_sent_(on_sent) {
+  context_.owner = this;
+  context_.on_cqe = &on_cqe;
+}
+
+Result<void> RingMessage::send(EventLoop& from, EventLoop& target, int32_t value) noexcept {
+  if (!from.features().msg_ring) return Unexpected{std::errc::operation_not_supported};
+  if (from.io_closed()) return Unexpected{std::errc::operation_canceled};
+  if (!target.reserve_incoming_message()) return Unexpected{std::errc::connection_refused};
+  io_uring_sqe* sqes[1];
+  if (!from.ring().acquire(sqes, 1)) {
+    target.release_incoming_message();
+    return Unexpected{std::errc::resource_unavailable_try_again};
+  }
+  target_ = &target;
+  value_ = value;
+  in_flight_ = true;
+  // The target's CQE: user_data = its message context, res = the value. No CQE_SKIP: our
+  // own CQE is the only way to learn that the value did not arrive.
+  io_uring_prep_msg_ring(sqes[0], target.ring_fd(), static_cast<unsigned>(value),
+                         reinterpret_cast<uint64_t>(target.message_context()), 0);
+  io_uring_sqe_set_data(sqes[0], &context_);
+  return {};
+}
+
+std::coroutine_handle<> RingMessage::on_cqe(IoContext& context, int32_t res, uint32_t) noexcept {
+  auto* self = static_cast<Context&>(context).owner;
+  self->in_flight_ = false;
+  if (res < 0) self->target_->release_incoming_message();  // it will never arrive there
+  self->on_sent_(*self, void_from_cqe(res));
+  return {};
+}
+
+SendMessageOp::SendMessageOp(EventLoop& loop, EventLoop& target, int32_t value) noexcept
+    : loop_(loop), target_(target), value_(value), message_(this, &on_sent) {}
+
+bool SendMessageOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  result_ = message_.send(loop_, target_, value_);
+  if (!result_) return false;
+  waiter_ = caller;
+  return true;
+}
+
+void SendMessageOp::on_sent(RingMessage& message, Result<void> delivered) noexcept {
+  auto* self = static_cast<SendMessageOp*>(message.owner());
+  self->result_ = delivered;
+  self->loop_.schedule(self->waiter_);
+}
+
+}  // namespace ucp::io

@@ -6,7 +6,9 @@
 //   if there is nothing to do) -> drain all CQEs in a batch -> resume their coroutines
 //
 // Other threads reach the loop only through `post` (a lock-free MpscQueue plus an eventfd
-// whose read is armed on the ring; wake-ups are coalesced) and `stop`.
+// whose read is armed on the ring; wake-ups are coalesced) and `stop`. Another loop can also
+// send it a 32-bit value ring to ring (IORING_OP_MSG_RING, io::RingMessage): the kernel posts
+// a CQE straight into this ring, and the handler set with `set_message_handler` gets the value.
 //
 // Ownership: the loop owns the coroutines started with `spawn`. When `run` returns it has
 // cancelled every in-flight operation and reaped every CQE, so no buffer or frame is freed
@@ -101,6 +103,13 @@ class EventLoop {
   /// Loop thread. Starts `task` now; the loop owns it until it finishes.
   void spawn(Task<> task) { spawned_.spawn(std::move(task)); }
 
+  /// Loop thread, or before run(). Receives the values other loops send with io::RingMessage,
+  /// on the loop thread after the CQE walk; the loop's mailbox opens once it runs with a
+  /// handler. From the start of shutdown the mailbox refuses new messages, but the loop keeps
+  /// reaping until every message already on its way has arrived and calls the handler for
+  /// each with io_closed() true: it must then release what the value stands for (close an fd).
+  void set_message_handler(UniqueFunction<void(int32_t)> handler);
+
   bool in_loop_thread() const noexcept;
   /// True once run() is tearing down: new operations then complete with ECANCELED.
   bool io_closed() const noexcept { return io_shut_down_; }
@@ -123,6 +132,16 @@ class EventLoop {
   /// Queues a resumption for this iteration (awaiters that complete without the kernel).
   void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
 
+  // The receiving side of IORING_OP_MSG_RING, for io::RingMessage. Any thread.
+  /// Counts one message on its way to this loop. False when the mailbox is closed (no handler,
+  /// not running yet, or shutting down): then nothing may be sent. A true reservation ends
+  /// when the message is handled here, or with release_incoming_message.
+  bool reserve_incoming_message() noexcept;
+  /// The kernel did not deliver a reserved message (the sender's CQE said so).
+  void release_incoming_message() noexcept;
+  /// The user_data a message's CQE carries into this ring.
+  IoContext* message_context() noexcept { return &message_context_; }
+
   /// Loop thread. Calls node.fire about `timeout_ms` from now (see io/Deadlines.h).
   void add_deadline(io::DeadlineNode& node, uint32_t timeout_ms) noexcept;
   void remove_deadline(io::DeadlineNode& node) noexcept;
@@ -140,6 +159,11 @@ class EventLoop {
                                                   uint32_t flags) noexcept;
   static std::coroutine_handle<> on_wakeup(IoContext& context, int32_t res,
                                            uint32_t flags) noexcept;
+  static std::coroutine_handle<> on_message(IoContext& context, int32_t res,
+                                            uint32_t flags) noexcept;
+  void open_mailbox() noexcept;
+  void dispatch_messages();
+  uint64_t messages_on_their_way() const noexcept;
 
   LoopOptions options_;
   std::unique_ptr<io::IoUring> ring_;
@@ -158,6 +182,17 @@ class EventLoop {
   std::atomic<bool> stop_requested_{false};
   std::atomic<uint64_t> wakeups_written_{0};
   std::atomic<std::thread::id> thread_id_{};
+  // Mailbox for IORING_OP_MSG_RING: kMailboxOpen | number of messages reserved by senders and
+  // not yet handled here. One word, so that "open?" and "count one more" are a single RMW.
+  static constexpr uint64_t kMailboxOpen = uint64_t{1} << 63;
+  alignas(64) std::atomic<uint64_t> mailbox_{0};
+  struct MessageContext : IoContext {
+    EventLoop* loop = nullptr;
+  };
+  MessageContext message_context_;  // never submitted here: its CQEs come from other rings
+  UniqueFunction<void(int32_t)> message_handler_;
+  std::vector<int32_t> arrived_messages_;  // this iteration's, handled after the CQE walk
+  std::vector<int32_t> handling_messages_;
   struct TickContext : IoContext {
     EventLoop* loop = nullptr;
   };

@@ -330,6 +330,69 @@ class MultishotAccept {
   int32_t last_error_ = 0;
 };
 
+/// One 32-bit value on its way from this loop's ring to another loop's (IORING_OP_MSG_RING,
+/// 5.18+): the kernel posts a CQE into the target ring, whose handler gets the value
+/// (EventLoop::set_message_handler). No queue, no eventfd, no lock; the target's mailbox
+/// counts messages on their way so that it never shuts down before they arrive.
+///
+/// The sending loop learns the outcome from its own CQE: `on_sent` runs there with success,
+/// or with the error (target CQ overflow, target gone...), and then the value was NOT
+/// delivered: whatever it stands for (an fd) is still the sender's, so that the sender can
+/// take another way. Owned by the sender, which keeps it alive until on_sent has run; it can
+/// be sent again afterwards. Thread contract: the sending loop's thread only.
+class RingMessage {
+ public:
+  using OnSent = void (*)(RingMessage& message, Result<void> delivered) noexcept;
+  RingMessage(void* owner, OnSent on_sent) noexcept;
+  RingMessage(const RingMessage&) = delete;
+  RingMessage& operator=(const RingMessage&) = delete;
+
+  /// Prepares the message (the loop submits it with the iteration's batch). On error nothing
+  /// was sent and on_sent will not run: operation_not_supported (no MSG_RING in this kernel),
+  /// connection_refused (the target takes no messages: no handler yet, or shutting down),
+  /// operation_canceled (`from` is shutting down), resource_unavailable_try_again (SQ full).
+  Result<void> send(EventLoop& from, EventLoop& target, int32_t value) noexcept;
+  void* owner() const noexcept { return owner_; }
+  EventLoop* target() const noexcept { return target_; }
+  int32_t value() const noexcept { return value_; }
+  bool in_flight() const noexcept { return in_flight_; }
+
+ private:
+  struct Context : IoContext {
+    RingMessage* owner = nullptr;
+  };
+  static std::coroutine_handle<> on_cqe(IoContext& context, int32_t res, uint32_t flags) noexcept;
+
+  void* owner_;
+  OnSent on_sent_;
+  Context context_;
+  EventLoop* target_ = nullptr;
+  int32_t value_ = 0;
+  bool in_flight_ = false;
+};
+
+/// Awaitable RingMessage: resumes once the sender's CQE says whether the value reached the
+/// target's ring (see RingMessage::send for the errors that come without a CQE).
+class SendMessageOp {
+ public:
+  SendMessageOp(EventLoop& loop, EventLoop& target, int32_t value) noexcept;
+  SendMessageOp(const SendMessageOp&) = delete;
+  SendMessageOp& operator=(const SendMessageOp&) = delete;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<void> await_resume() const noexcept { return result_; }
+
+ private:
+  static void on_sent(RingMessage& message, Result<void> delivered) noexcept;
+
+  EventLoop& loop_;
+  EventLoop& target_;
+  int32_t value_;
+  RingMessage message_;
+  Result<void> result_;
+  std::coroutine_handle<> waiter_;
+};
+
 /// Fire-and-forget: asks the kernel to cancel the operation whose context is `target`.
 /// The target's own CQE (-ECANCELED, or its result if it won the race) still arrives.
 void request_cancel(EventLoop& loop, const IoContext& target) noexcept;
@@ -360,6 +423,10 @@ inline ConnectOp connect(EventLoop& loop, int fd, const sockaddr* address,
 }
 inline CloseOp close(EventLoop& loop, int fd) noexcept { return CloseOp(loop, fd); }
 inline CancelFdOp cancel_fd(EventLoop& loop, int fd) noexcept { return CancelFdOp(loop, fd); }
+/// Sends `value` from `loop`'s ring to `target`'s message handler (IORING_OP_MSG_RING).
+inline SendMessageOp send_message(EventLoop& loop, EventLoop& target, int32_t value) noexcept {
+  return SendMessageOp(loop, target, value);
+}
 inline SleepOp sleep_for(EventLoop& loop, std::chrono::milliseconds duration) noexcept {
   return SleepOp(loop, static_cast<uint64_t>(duration.count()));
 }
