@@ -37,7 +37,8 @@ ucp::LoopOptions loop_options_from(const ucp::EventLoopConfig& c) {
   return options;
 }
 
-ucp::ServerOptions server_options_from(const ucp::ServerConfig& c) {
+ucp::ServerOptions server_options_from(const ucp::ServerConfig& c,
+                                       const ucp::EventLoopConfig& loop) {
   ucp::ServerOptions options;
   options.ip = c.ip;
   options.port = c.port;
@@ -48,6 +49,7 @@ ucp::ServerOptions server_options_from(const ucp::ServerConfig& c) {
   options.listen.reuse_port = c.reuse_port;
   options.tcp_nodelay = c.tcp_nodelay;
   options.shutdown_timeout_ms = c.shutdown_timeout_ms;
+  options.msg_ring_handoff = loop.msg_ring_handoff;  // a server choice kept in [event_loop]
   return options;
 }
 
@@ -131,8 +133,8 @@ int main(int argc, char** argv) {
     handler = [](ucp::TcpConnection& c) { return ucp::app::echo(c); };
   }
 
-  ucp::TcpServer server(server_options_from(config.server), loop_options_from(config.event_loop),
-                        std::move(handler));
+  ucp::TcpServer server(server_options_from(config.server, config.event_loop),
+                        loop_options_from(config.event_loop), std::move(handler));
   std::string warnings;
   if (auto error = server.start(&warnings); !error.empty()) {
     std::fprintf(stderr, "proactor_test: %s\n", error.c_str());

@@ -1,8 +1,11 @@
 #pragma once
 // TcpServer: the entry point. It owns the main loop (which accepts) and the worker pool
-// (which owns connections). Each accepted socket is handed to the next worker round-robin
-// through EventLoop::post; there a coroutine runs the user's handler, then closes the
-// connection:
+// (which owns connections). Each accepted socket is handed to the next worker round-robin,
+// where a coroutine runs the user's handler, then closes the connection. Two hand-off paths:
+//   - EventLoop::post (default): the lock-free task queue plus the worker's eventfd;
+//   - msg_ring_handoff: the main ring sends the fd number straight into the worker's ring
+//     (IORING_OP_MSG_RING). Until the main ring's own CQE confirms delivery the fd is still
+//     the main loop's; a failed send falls back to post for that connection.
 //
 //   ucp::TcpServer server(options, loop_options, [](ucp::TcpConnection& c) { return echo(c); });
 //   if (auto error = server.start(); !error.empty()) { /* print, exit 1 */ }
@@ -39,6 +42,9 @@ struct ServerOptions {
   ListenOptions listen;
   bool tcp_nodelay = true;
   uint32_t shutdown_timeout_ms = 5000;
+  // Hand accepted fds to workers with IORING_OP_MSG_RING instead of post + eventfd
+  // ([event_loop] msg_ring_handoff). Without kernel support: one warning, then post.
+  bool msg_ring_handoff = false;
 };
 
 class TcpServer {
@@ -66,9 +72,14 @@ class TcpServer {
   uint64_t rejected_connections() const noexcept {
     return rejected_.load(std::memory_order_relaxed);
   }
+  /// Connections a worker received through IORING_OP_MSG_RING (the rest went through post).
+  uint64_t ring_hand_offs() const noexcept {
+    return ring_hand_offs_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Worker;
+  struct HandOff;
   struct ConnectionNode {
     TcpConnection* connection;
     ConnectionNode* prev = nullptr;
@@ -81,6 +92,12 @@ class TcpServer {
   Task<> serve(Worker& worker, io::Accepted accepted);
   Task<> shutdown_sequence();
   void hand_off(io::Accepted accepted);
+  void post_to_worker(Worker& worker, io::Accepted accepted);
+  bool send_through_ring(Worker& worker, UniqueFd& fd);
+  static void on_ring_hand_off(io::RingMessage& message, Result<void> delivered) noexcept;
+  void receive_from_ring(Worker& worker, int32_t value);
+  Task<> check_msg_ring();
+  Task<> accept_connections();
   bool warn_allowed(std::chrono::steady_clock::time_point& last) noexcept;
 
   ServerOptions options_;
@@ -90,6 +107,14 @@ class TcpServer {
   std::unique_ptr<EventLoopThreadPool> pool_;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;
+  // msg_ring hand-off (main loop thread only): on while the kernel delivers; slots of fds
+  // on their way, reused through a free list.
+  bool msg_ring_active_ = false;
+  std::vector<std::unique_ptr<HandOff>> hand_offs_;
+  HandOff* free_hand_offs_ = nullptr;
+  std::atomic<size_t> ring_probes_received_{0};
+  std::atomic<uint64_t> ring_hand_offs_{0};
+  std::chrono::steady_clock::time_point last_ring_warning_{};
   UniqueFd listen_fd_;
   InetAddress local_;
   std::atomic<size_t> live_{0};
