@@ -181,6 +181,10 @@ std::coroutine_handle<> EventLoop::on_message(IoContext& context, int32_t res, u
 
 void EventLoop::dispatch_messages() {
   if (arrived_messages_.empty()) return;
+  // Pairs with the senders' reservations (RMWs, so one release sequence): what a sender did
+  // before send() happens-before the handler. The kernel carries the value itself, which
+  // neither the memory model nor TSan can see.
+  (void)mailbox_.load(std::memory_order_acquire);
   handling_messages_.swap(arrived_messages_);
   for (int32_t value : handling_messages_) {
     if (message_handler_) message_handler_(value);

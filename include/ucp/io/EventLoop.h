@@ -108,6 +108,7 @@ class EventLoop {
   /// handler. From the start of shutdown the mailbox refuses new messages, but the loop keeps
   /// reaping until every message already on its way has arrived and calls the handler for
   /// each with io_closed() true: it must then release what the value stands for (close an fd).
+  /// What the sender did before sending happens-before the handler runs.
   void set_message_handler(UniqueFunction<void(int32_t)> handler);
 
   bool in_loop_thread() const noexcept;
