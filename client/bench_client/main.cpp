@@ -1,7 +1,10 @@
 // bench_client: echo pingpong load generator (SPEC §7).
 //
 //   bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] [-t THREADS] [--json]
-//                [-w WARMUP_SECONDS] [--server-pid PID]
+//                [-w WARMUP_SECONDS] [--server-pid PID] [--churn]
+//
+// --churn measures connection set-up instead (Churn.h): each of CONNS slots connects, echoes
+// one SIZE-byte message, closes and starts over; the report is in connections per second.
 //
 // Each thread runs one level-triggered epoll loop over its share of the connections. A run has
 // three phases:
@@ -59,8 +62,18 @@
 
 #include "ucp/base/UniqueFd.h"
 
+#include "BenchSupport.h"
+#include "Churn.h"
+
 namespace {
 
+using bench::CpuTimes;
+using bench::Histogram;
+using bench::now_ns;
+using bench::PatternTable;
+using bench::process_cpu;
+using bench::self_cpu;
+using bench::splitmix64;
 using ucp::UniqueFd;
 
 constexpr size_t kIoChunk = 64 * 1024;      // one recv at most
@@ -70,12 +83,6 @@ constexpr int kMaxConnectsInFlight = 256;   // per thread: keeps the server's SY
 constexpr int64_t kConnectRetryMs = 5000;   // how long a refused connect is retried
 constexpr int64_t kRetryBackoffMs = 10;     // pause before retrying a refused connect
 constexpr int kMaxReportedMismatches = 10;  // verification errors printed in full
-
-int64_t now_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -90,6 +97,7 @@ struct Options {
   int threads = 1;
   bool json = false;
   bool uring = false;  // measure on io_uring instead of epoll
+  bool churn = false;  // connection churn instead of pingpong (Churn.h)
   int server_pid = 0;
   int warmup_s = 0;
 };
@@ -98,10 +106,13 @@ struct Options {
   if (why != nullptr) std::fprintf(stderr, "bench_client: %s\n", why);
   std::fprintf(stderr,
                "usage: bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] "
-               "[-t THREADS] [-w WARMUP_SECONDS] [--uring] [--json] [--server-pid PID]\n"
+               "[-t THREADS] [-w WARMUP_SECONDS] [--uring] [--churn] [--json] [--server-pid PID]\n"
                "  echo pingpong: each connection keeps DEPTH (default 1) messages of SIZE bytes "
                "in flight;\n"
-               "  every echoed byte is verified; exit 1 on any error, 2 on bad usage.\n");
+               "  --churn: each of CONNS slots connects, echoes one SIZE-byte message, closes "
+               "(RST) and\n"
+               "  starts over; reports connections/s and connect+echo latency.\n"
+               "  Every echoed byte is verified; exit 1 on any error, 2 on bad usage.\n");
   std::exit(2);
 }
 
@@ -131,6 +142,10 @@ Options parse_options(int argc, char** argv) {
       options.uring = true;
       continue;
     }
+    if (flag == "--churn") {
+      options.churn = true;
+      continue;
+    }
     if (i + 1 >= argc) usage((std::string(flag) + " needs a value").c_str());
     const char* value = argv[++i];
     if (flag == "-h") {
@@ -157,136 +172,11 @@ Options parse_options(int argc, char** argv) {
     }
   }
   if (!have_port) usage("-p PORT is required");
+  if (options.churn && (options.uring || options.depth != 1)) {
+    usage("--churn runs one message per connection on epoll: no -P, no --uring");
+  }
   options.threads = std::min(options.threads, options.conns);
   return options;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The request stream. Message `seq` of connection `key` is the SIZE bytes of a shared random
-// table that start at offset(key, seq): every message differs from its neighbours and from
-// every other connection's, yet sending one needs no copy and checking one is one memcmp.
-//
-//   table: [ .......... kTableSpan random bytes .......... | SIZE more ]
-//                ^ offset(key, seq)      ^ offset(key, seq + 1)
-//                [---- message seq ----]
-
-constexpr size_t kTableSpan = size_t{1} << 20;
-
-uint64_t splitmix64(uint64_t x) noexcept {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-class PatternTable {
- public:
-  explicit PatternTable(size_t message_size) : bytes_(kTableSpan + message_size) {
-    for (size_t i = 0; i < bytes_.size(); i += 8) {
-      const uint64_t word = splitmix64(i);
-      std::memcpy(bytes_.data() + i, &word, std::min<size_t>(8, bytes_.size() - i));
-    }
-  }
-  /// The first byte of message `seq` of the connection whose key is `key`.
-  const char* message(uint64_t key, uint64_t seq) const noexcept {
-    return bytes_.data() + splitmix64(key ^ (seq * 0xD1B54A32D192ED03ull)) % kTableSpan;
-  }
-
- private:
-  std::vector<char> bytes_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Latency histogram: log-linear in nanoseconds, 64 sub-buckets per power of two (<= 1.6 % error).
-
-class Histogram {
- public:
-  void record(int64_t ns) noexcept {
-    const uint64_t v = ns < 0 ? 0 : static_cast<uint64_t>(ns);
-    ++counts_[index(v)];
-    ++total_;
-    max_ = std::max(max_, v);
-  }
-  void merge(const Histogram& other) noexcept {
-    for (size_t i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
-    total_ += other.total_;
-    max_ = std::max(max_, other.max_);
-  }
-  uint64_t total() const noexcept { return total_; }
-  double max_us() const noexcept { return static_cast<double>(max_) / 1e3; }
-  /// The value (µs) below which `fraction` of the samples lie; 0 without samples.
-  double percentile_us(double fraction) const noexcept {
-    if (total_ == 0) return 0;
-    const auto rank = static_cast<uint64_t>(fraction * static_cast<double>(total_ - 1)) + 1;
-    uint64_t seen = 0;
-    for (size_t i = 0; i < kBuckets; ++i) {
-      seen += counts_[i];
-      if (seen >= rank) return static_cast<double>(std::min(midpoint(i), max_)) / 1e3;
-    }
-    return static_cast<double>(max_) / 1e3;
-  }
-
- private:
-  static constexpr unsigned kSubBits = 6;
-  static constexpr size_t kBuckets = (64 - kSubBits + 1) << kSubBits;
-  static size_t index(uint64_t v) noexcept {
-    if (v < (uint64_t{1} << kSubBits)) return static_cast<size_t>(v);
-    const unsigned exponent = static_cast<unsigned>(std::bit_width(v)) - 1;  // >= kSubBits
-    const unsigned shift = exponent - kSubBits;
-    const uint64_t sub = (v >> shift) & ((uint64_t{1} << kSubBits) - 1);
-    return (static_cast<size_t>(shift + 1) << kSubBits) + static_cast<size_t>(sub);
-  }
-  static uint64_t midpoint(size_t i) noexcept {
-    const size_t band = i >> kSubBits;
-    const uint64_t sub = i & ((size_t{1} << kSubBits) - 1);
-    if (band == 0) return sub;
-    const unsigned shift = static_cast<unsigned>(band) - 1;
-    const uint64_t low = ((uint64_t{1} << kSubBits) + sub) << shift;
-    return low + ((uint64_t{1} << shift) >> 1);
-  }
-  std::array<uint64_t, kBuckets> counts_{};
-  uint64_t total_ = 0;
-  uint64_t max_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------------
-// CPU accounting
-
-struct CpuTimes {
-  double user_s = 0;
-  double system_s = 0;
-  double total() const noexcept { return user_s + system_s; }
-};
-
-CpuTimes self_cpu() noexcept {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& tv) {
-    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
-  };
-  return {seconds(usage.ru_utime), seconds(usage.ru_stime)};
-}
-
-/// utime and stime of every thread of `pid`, from /proc/PID/stat; nullopt once it is gone.
-std::optional<CpuTimes> process_cpu(int pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(file, line)) return std::nullopt;
-  const auto paren = line.rfind(')');  // the command name may contain spaces and parentheses
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(line.substr(paren + 1));
-  std::string field;
-  unsigned long long utime = 0;
-  unsigned long long stime = 0;
-  for (int n = 3; fields >> field; ++n) {  // fields are numbered from 1; state is field 3
-    if (n == 14) utime = std::stoull(field);
-    if (n == 15) {
-      stime = std::stoull(field);
-      break;
-    }
-  }
-  const auto ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  return CpuTimes{static_cast<double>(utime) / ticks, static_cast<double>(stime) / ticks};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -979,6 +869,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_client: cannot resolve %s\n", options.host.c_str());
     return 2;
   }
+  if (options.churn) {
+    bench::ChurnOptions churn;
+    churn.address = shared.address;
+    churn.target = options.host + ":" + std::to_string(options.port);
+    churn.conns = options.conns;
+    churn.size = options.size;
+    churn.seconds = options.seconds;
+    churn.warmup_s = options.warmup_s;
+    churn.threads = options.threads;
+    churn.json = options.json;
+    churn.server_pid = options.server_pid;
+    return bench::run_churn(churn, g_interrupted);
+  }
   FILE* progress = options.json ? stderr : stdout;
 
   const PatternTable pattern(options.size);
@@ -1092,7 +995,8 @@ int main(int argc, char** argv) {
                 connect_errors, verify_errors, closed_errors);
   } else if (options.json) {
     std::printf(
-        "{\"qps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
+        "{\"mode\":\"pingpong\",\"qps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
+        "\"max_us\":%.1f,"
         "\"errors\":%" PRIu64 ",\"verify_errors\":%" PRIu64 ",\"connect_errors\":%" PRIu64
         ",\"closed_errors\":%" PRIu64 ",\"requests\":%" PRIu64
         ",\"seconds\":%.3f,\"conns\":%d,\"size\":%zu,\"depth\":%d,\"threads\":%d,"

@@ -1,0 +1,157 @@
+#pragma once
+// Measurement pieces shared by bench_client's two modes (pingpong in main.cpp, connection
+// churn in Churn.cpp): the clock, the verified request stream, the latency histogram and
+// CPU accounting.
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace bench {
+
+inline int64_t now_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request stream. Message `seq` of connection `key` is the SIZE bytes of a shared random
+// table that start at offset(key, seq): every message differs from its neighbours and from
+// every other connection's, yet sending one needs no copy and checking one is one memcmp.
+//
+//   table: [ .......... kTableSpan random bytes .......... | SIZE more ]
+//                ^ offset(key, seq)      ^ offset(key, seq + 1)
+//                [---- message seq ----]
+
+inline constexpr size_t kTableSpan = size_t{1} << 20;
+
+inline uint64_t splitmix64(uint64_t x) noexcept {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+class PatternTable {
+ public:
+  explicit PatternTable(size_t message_size) : bytes_(kTableSpan + message_size) {
+    for (size_t i = 0; i < bytes_.size(); i += 8) {
+      const uint64_t word = splitmix64(i);
+      std::memcpy(bytes_.data() + i, &word, std::min<size_t>(8, bytes_.size() - i));
+    }
+  }
+  /// The first byte of message `seq` of the connection whose key is `key`.
+  const char* message(uint64_t key, uint64_t seq) const noexcept {
+    return bytes_.data() + splitmix64(key ^ (seq * 0xD1B54A32D192ED03ull)) % kTableSpan;
+  }
+
+ private:
+  std::vector<char> bytes_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Latency histogram: log-linear in nanoseconds, 64 sub-buckets per power of two (<= 1.6 % error).
+
+class Histogram {
+ public:
+  void record(int64_t ns) noexcept {
+    const uint64_t v = ns < 0 ? 0 : static_cast<uint64_t>(ns);
+    ++counts_[index(v)];
+    ++total_;
+    max_ = std::max(max_, v);
+  }
+  void merge(const Histogram& other) noexcept {
+    for (size_t i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
+    total_ += other.total_;
+    max_ = std::max(max_, other.max_);
+  }
+  uint64_t total() const noexcept { return total_; }
+  double max_us() const noexcept { return static_cast<double>(max_) / 1e3; }
+  /// The value (µs) below which `fraction` of the samples lie; 0 without samples.
+  double percentile_us(double fraction) const noexcept {
+    if (total_ == 0) return 0;
+    const auto rank = static_cast<uint64_t>(fraction * static_cast<double>(total_ - 1)) + 1;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < kBuckets; ++i) {
+      seen += counts_[i];
+      if (seen >= rank) return static_cast<double>(std::min(midpoint(i), max_)) / 1e3;
+    }
+    return static_cast<double>(max_) / 1e3;
+  }
+
+ private:
+  static constexpr unsigned kSubBits = 6;
+  static constexpr size_t kBuckets = (64 - kSubBits + 1) << kSubBits;
+  static size_t index(uint64_t v) noexcept {
+    if (v < (uint64_t{1} << kSubBits)) return static_cast<size_t>(v);
+    const unsigned exponent = static_cast<unsigned>(std::bit_width(v)) - 1;  // >= kSubBits
+    const unsigned shift = exponent - kSubBits;
+    const uint64_t sub = (v >> shift) & ((uint64_t{1} << kSubBits) - 1);
+    return (static_cast<size_t>(shift + 1) << kSubBits) + static_cast<size_t>(sub);
+  }
+  static uint64_t midpoint(size_t i) noexcept {
+    const size_t band = i >> kSubBits;
+    const uint64_t sub = i & ((size_t{1} << kSubBits) - 1);
+    if (band == 0) return sub;
+    const unsigned shift = static_cast<unsigned>(band) - 1;
+    const uint64_t low = ((uint64_t{1} << kSubBits) + sub) << shift;
+    return low + ((uint64_t{1} << shift) >> 1);
+  }
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t total_ = 0;
+  uint64_t max_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// CPU accounting
+
+struct CpuTimes {
+  double user_s = 0;
+  double system_s = 0;
+  double total() const noexcept { return user_s + system_s; }
+};
+
+inline CpuTimes self_cpu() noexcept {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  return {seconds(usage.ru_utime), seconds(usage.ru_stime)};
+}
+
+/// utime and stime of every thread of `pid`, from /proc/PID/stat; nullopt once it is gone.
+inline std::optional<CpuTimes> process_cpu(int pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(file, line)) return std::nullopt;
+  const auto paren = line.rfind(')');  // the command name may contain spaces and parentheses
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(line.substr(paren + 1));
+  std::string field;
+  unsigned long long utime = 0;
+  unsigned long long stime = 0;
+  for (int n = 3; fields >> field; ++n) {  // fields are numbered from 1; state is field 3
+    if (n == 14) utime = std::stoull(field);
+    if (n == 15) {
+      stime = std::stoull(field);
+      break;
+    }
+  }
+  const auto ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return CpuTimes{static_cast<double>(utime) / ticks, static_cast<double>(stime) / ticks};
+}
+
+}  // namespace bench
