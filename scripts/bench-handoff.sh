@@ -77,7 +77,9 @@ run_one() {
   SERVER_PID=
   [ -n "$json" ] || die "$mode run $run: no result: $(tail -3 "$WORK/client-$mode-$run.err")"
   echo "$mode $run $json" >>"$WORK/results"
-  echo "  $mode run $run: $(echo "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(f"{r[\"conns_per_s\"]:.0f} conn/s, p99 {r[\"p99_us\"]:.0f} us, errors {r[\"errors\"]}")')" >&2
+  echo "  $mode run $run: $(echo "$json" | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print("%.0f conn/s, p99 %.0f us, errors %d" % (r["conns_per_s"], r["p99_us"], r["errors"]))')" >&2
 }
 
 echo "bench-handoff: $RUNS pairs x ${DURATION} s, $CONNS slots, $SIZE B, server workers" \
