@@ -45,6 +45,7 @@ ucp::ServerOptions server_options_from(const ucp::ServerConfig& c) {
   options.listen.reuse_port = c.reuse_port;
   options.tcp_nodelay = c.tcp_nodelay;
   options.shutdown_timeout_ms = c.shutdown_timeout_ms;
+  options.max_output_bytes = c.max_output_bytes;
   return options;
 }
 

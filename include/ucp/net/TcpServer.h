@@ -38,7 +38,10 @@ struct ServerOptions {
   uint32_t max_connections = 100000;
   ListenOptions listen;
   bool tcp_nodelay = true;
+  // Graceful stop: how long connections get to finish; also how long close() waits for a
+  // peer that takes none of its queued output before dropping it.
   uint32_t shutdown_timeout_ms = 5000;
+  uint64_t max_output_bytes = 4194304;  // per connection: write() waits above it
 };
 
 class TcpServer {
