@@ -1,6 +1,5 @@
 #include "Protocols.h"
 
-#include <string>
 #include <string_view>
 
 #include "ucp/http/HttpRequestParser.h"
@@ -47,7 +46,6 @@ std::string_view error_response(http::ParseStatus status) {
 
 Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
   Buffer input(max_request_bytes * 2);
-  std::string output;
   // read_timeout_ms restarts with every read, so a head trickling in a byte at a time
   // (slowloris) would never time out: the whole request must arrive within one timeout.
   const uint32_t head_timeout_ms = connection.read_timeout_ms();
@@ -59,20 +57,27 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
     auto n = co_await connection.read(input.writable());
     if (!n || *n == 0) co_return;  // a half-closed peer got every answer already
     input.commit(*n);
-    // Answer every complete request in the buffer with one write (pipelining).
+    // Answer every complete request in the buffer (pipelining). write() only queues the
+    // answer, without suspending: the answers to this read leave together in one send, and
+    // the next read overlaps with it. A peer that never reads makes write() wait at
+    // max_output_bytes. After close_after, returning is enough: close() sends what is queued.
     bool close_after = false;
+    bool answered = false;
     for (;;) {
       http::Request request;
       auto status =
           http::parse_request(input.view(), max_request_bytes, max_request_bytes, request);
       if (status == http::ParseStatus::kIncomplete) break;
+      answered = true;
       if (status != http::ParseStatus::kComplete) {
-        output += error_response(status);
+        if (!co_await connection.write(error_response(status))) co_return;
         close_after = true;
         break;
       }
       input.consume(request.total_bytes);
-      output += request.keep_alive ? kKeepAliveResponse : kCloseResponse;
+      if (!co_await connection.write(request.keep_alive ? kKeepAliveResponse : kCloseResponse)) {
+        co_return;
+      }
       if (!request.keep_alive) {
         close_after = true;
         break;
@@ -80,16 +85,12 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
     }
     if (input.readable_bytes() == 0) {
       request_started_ms = 0;
-    } else if (request_started_ms == 0 || output.size() > 0) {
+    } else if (request_started_ms == 0 || answered) {
       request_started_ms = io::coarse_now_ms();  // a new partial request starts now
     } else if (head_timeout_ms > 0 && !close_after &&
                io::coarse_now_ms() - request_started_ms > head_timeout_ms) {
-      output += error_response(http::ParseStatus::kIncomplete);  // 408
+      (void)co_await connection.write(error_response(http::ParseStatus::kIncomplete));  // 408
       close_after = true;
-    }
-    if (!output.empty()) {
-      if (!co_await connection.write_all(std::span(output.data(), output.size()))) co_return;
-      output.clear();
     }
     if (close_after) co_return;
     if (input.readable_bytes() >= input.max_size()) co_return;  // cannot make progress

@@ -50,6 +50,7 @@ ucp::ServerOptions server_options_from(const ucp::ServerConfig& c,
   options.tcp_nodelay = c.tcp_nodelay;
   options.shutdown_timeout_ms = c.shutdown_timeout_ms;
   options.msg_ring_handoff = loop.msg_ring_handoff;  // a server choice kept in [event_loop]
+  options.max_output_bytes = c.max_output_bytes;
   return options;
 }
 

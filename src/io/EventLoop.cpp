@@ -225,6 +225,9 @@ void EventLoop::run() {
 
 void EventLoop::run_once() {
   run_posted();
+  // Posted tasks may have started coroutines that wrote. With coroutines ready, the hooks
+  // wait for them (end of resume_ready), so that what those write joins the same send.
+  if (ready_.empty()) run_pre_submit_hooks();
   arm_wakeup();
   bool may_block = ready_.empty();
   if (may_block) {
@@ -248,10 +251,53 @@ void EventLoop::run_once() {
 
 void EventLoop::resume_ready() {
   // Resume after the CQ walk: a coroutine may prepare SQEs, finish, or free its context.
-  while (!ready_.empty()) {
-    resuming_.swap(ready_);
-    for (auto coroutine : resuming_) coroutine.resume();
-    resuming_.clear();
+  // Hooks run once nothing is ready, so they see all this iteration's work; they may make
+  // coroutines ready again (a writer whose send could not start).
+  while (!ready_.empty() || hooks_head_ != nullptr) {
+    while (!ready_.empty()) {
+      resuming_.swap(ready_);
+      for (auto coroutine : resuming_) coroutine.resume();
+      resuming_.clear();
+    }
+    run_pre_submit_hooks();
+  }
+}
+
+void EventLoop::run_before_submit(io::PreSubmitHook& hook) noexcept {
+  if (hook.linked) return;
+  hook.prev = hooks_tail_;
+  hook.next = nullptr;
+  if (hooks_tail_) {
+    hooks_tail_->next = &hook;
+  } else {
+    hooks_head_ = &hook;
+  }
+  hooks_tail_ = &hook;
+  hook.linked = true;
+}
+
+void EventLoop::cancel_before_submit(io::PreSubmitHook& hook) noexcept {
+  if (!hook.linked) return;
+  if (hook.prev) {
+    hook.prev->next = hook.next;
+  } else {
+    hooks_head_ = hook.next;
+  }
+  if (hook.next) {
+    hook.next->prev = hook.prev;
+  } else {
+    hooks_tail_ = hook.prev;
+  }
+  hook.prev = hook.next = nullptr;
+  hook.linked = false;
+}
+
+void EventLoop::run_pre_submit_hooks() noexcept {
+  // One at a time from the head: a hook may add or cancel others while it runs.
+  while (hooks_head_ != nullptr) {
+    io::PreSubmitHook& hook = *hooks_head_;
+    cancel_before_submit(hook);
+    hook.run(hook);
   }
 }
 

@@ -662,5 +662,79 @@ TEST(EventLoop, SetupErrorsAreExplained) {
   EXPECT_NE(text.find("RLIMIT_MEMLOCK"), std::string::npos);
 }
 
+// Resumes the awaiting coroutine later in this iteration, behind what is ready now.
+struct YieldToReady {
+  EventLoop& loop;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> caller) { loop.schedule(caller); }
+  void await_resume() const noexcept {}
+};
+
+struct RecordingHook : io::PreSubmitHook {
+  std::vector<std::string>* order = nullptr;
+  std::string name;
+};
+
+TEST(EventLoop, PreSubmitHooksRunOnceAfterTheReadyCoroutinesAndCanBeCancelled) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  std::vector<std::string> order;
+  RecordingHook hook, cancelled;
+  for (RecordingHook* h : {&hook, &cancelled}) {
+    h->order = &order;
+    h->run = [](io::PreSubmitHook& self) noexcept {
+      auto& recording = static_cast<RecordingHook&>(self);
+      recording.order->push_back(recording.name);
+    };
+  }
+  hook.name = "hook";
+  cancelled.name = "cancelled";
+  run_task(
+      *loop,
+      [](EventLoop& l, RecordingHook& h, RecordingHook& c, std::vector<std::string>& o) -> Task<> {
+        l.run_before_submit(h);
+        l.run_before_submit(h);  // already waiting: still runs once
+        l.run_before_submit(c);
+        l.cancel_before_submit(c);
+        co_await YieldToReady{l};
+        o.push_back("resumed");  // ready work of this iteration comes before the hook
+        co_await io::sleep_for(l, std::chrono::milliseconds(1));
+        o.push_back("slept");
+      }(*loop, hook, cancelled, order));
+  EXPECT_EQ(order, (std::vector<std::string>{"resumed", "hook", "slept"}));
+}
+
+TEST(EventLoop, VectoredSendGathersBuffersIntoOneSend) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  SocketPair pair;
+  struct Outcome {
+    int32_t res = -1;
+    int calls = 0;
+  } outcome;
+  io::VectoredSend send(*loop, pair.a.get(), &outcome, [](void* owner, int32_t res) noexcept {
+    auto* o = static_cast<Outcome*>(owner);
+    o->res = res;
+    ++o->calls;
+  });
+  std::string received;
+  run_task(*loop, [](EventLoop& l, io::VectoredSend& s, int fd, std::string& got) -> Task<> {
+    std::string first = "hello, ", second = "gathered ", third = "world";
+    iovec buffers[3] = {
+        {first.data(), first.size()}, {second.data(), second.size()}, {third.data(), third.size()}};
+    if (!s.start(buffers)) co_return;
+    std::array<std::byte, 64> buffer{};
+    while (got.size() < 21) {
+      auto n = co_await io::recv(l, fd, buffer);
+      if (!n || *n == 0) co_return;
+      got.append(reinterpret_cast<const char*>(buffer.data()), *n);
+    }
+  }(*loop, send, pair.b.get(), received));
+  EXPECT_EQ(received, "hello, gathered world");
+  EXPECT_EQ(outcome.calls, 1);
+  EXPECT_EQ(outcome.res, 21);
+  EXPECT_FALSE(send.in_flight());
+}
+
 }  // namespace
 }  // namespace ucp

@@ -1,5 +1,6 @@
 #include "ucp/io/Operations.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -148,6 +149,39 @@ std::coroutine_handle<> SendAllOp::on_send(IoContext& context, int32_t res, uint
   }
   self->context_.result = res > 0 ? 0 : res;
   return context.waiter;
+}
+
+VectoredSend::VectoredSend(EventLoop& loop, int fd, void* owner, OnComplete on_complete) noexcept
+    : loop_(loop), fd_(fd), owner_(owner), on_complete_(on_complete) {
+  context_.owner = this;
+  context_.on_cqe = &on_cqe;
+}
+
+Result<void> VectoredSend::start(std::span<const iovec> buffers) noexcept {
+  size_t count = std::min(buffers.size(), kMaxBuffers);
+  if (count == 0) return Unexpected{std::errc::invalid_argument};
+  io_uring_sqe* sqes[1];
+  if (!take_sqes(loop_, context_, sqes)) return Unexpected{error_from_errno(-context_.result)};
+  // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
+  if (count == 1) {
+    io_uring_prep_send(sqes[0], fd_, buffers[0].iov_base, buffers[0].iov_len, MSG_NOSIGNAL);
+  } else {
+    std::copy_n(buffers.begin(), count, buffers_);
+    message_ = msghdr{};
+    message_.msg_iov = buffers_;
+    message_.msg_iovlen = count;
+    io_uring_prep_sendmsg(sqes[0], fd_, &message_, MSG_NOSIGNAL);
+  }
+  io_uring_sqe_set_data(sqes[0], &context_);
+  in_flight_ = true;
+  return {};
+}
+
+std::coroutine_handle<> VectoredSend::on_cqe(IoContext& context, int32_t res, uint32_t) noexcept {
+  auto* self = static_cast<Context&>(context).owner;
+  self->in_flight_ = false;
+  self->on_complete_(self->owner_, res);  // may free `self`'s owner: touch nothing after
+  return {};
 }
 
 void request_cancel(EventLoop& loop, const IoContext& target) noexcept {

@@ -17,22 +17,32 @@ constexpr size_t kPooledReceiveBytes = 4096 - 16;
 }  // namespace
 
 TcpConnection::TcpConnection(EventLoop& loop, UniqueFd fd, InetAddress peer,
-                             uint32_t read_timeout_ms) noexcept
-    : loop_(loop), fd_(std::move(fd)), peer_(peer), read_timeout_ms_(read_timeout_ms) {
+                             uint32_t read_timeout_ms, OutputLimits output_limits) noexcept
+    : loop_(loop),
+      fd_(std::move(fd)),
+      peer_(peer),
+      read_timeout_ms_(read_timeout_ms),
+      output_limits_(output_limits),
+      send_(loop, fd_.get(), this, &on_send_complete) {
   if (loop_.buffer_ring() != nullptr) {
     multishot_.emplace(loop_, fd_.get());
     multishot_->set_hooks(this, &on_multishot_final, &on_multishot_starved);
   }
   read_deadline_.connection = this;
   read_deadline_.fire = &on_read_deadline;
+  send_hook_.connection = this;
+  send_hook_.run = &on_send_hook;
+  flush_deadline_.connection = this;
+  flush_deadline_.fire = &on_flush_deadline;
 }
 
 TcpConnection::~TcpConnection() {
   // Freeing a connection with an SQE in flight would let the kernel write into freed
   // memory: close() must have run (or nothing was ever started).
   assert(in_flight_ == 0);
-  assert(writer_ == nullptr && waiting_head_ == nullptr);
   loop_.remove_deadline(read_deadline_);
+  loop_.remove_deadline(flush_deadline_);
+  loop_.cancel_before_submit(send_hook_);
 }
 
 void TcpConnection::operation_finished() noexcept {
@@ -197,84 +207,187 @@ void TcpConnection::stop_reading() noexcept {
 }
 
 // ---- writes ----
+//
+// One queue, one send in flight. A write appends to the queue and asks for a send; the
+// send starts from the loop's pre-submit hook, after every coroutine ready in this
+// iteration has run, so all they wrote goes out as one SQE. Its completion drops the sent
+// bytes, resumes the write_all() writers whose bytes are all out, lets suspended write()
+// writers go on once the queue is down to half of max_output_bytes, and asks for the next
+// send. Writers are only ever scheduled, never resumed inline, so no frame can end while
+// the queue is being walked.
 
 TcpConnection::WriteAwaiter::WriteAwaiter(TcpConnection& connection,
-                                          std::span<const std::byte> data) noexcept
-    : io::SendAllOp(connection.loop_, connection.fd_.get(), data), connection_(connection) {}
+                                          std::span<const std::byte> data, Mode mode) noexcept
+    : connection_(connection), data_(data), mode_(mode) {}
 
-bool TcpConnection::WriteAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
-  caller_ = caller;
-  if (connection_.closed_) {
-    refused_ = -ECANCELED;
-    return false;
-  }
-  if (connection_.writer_ != nullptr) {  // one send in flight per socket: wait behind it
-    if (connection_.waiting_tail_) {
-      connection_.waiting_tail_->next_waiting_ = this;
-    } else {
-      connection_.waiting_head_ = this;
-    }
-    connection_.waiting_tail_ = this;
+bool TcpConnection::WriteAwaiter::await_ready() noexcept {
+  TcpConnection& c = connection_;
+  if (c.write_error_) {
+    error_ = c.write_error_;
     return true;
   }
-  if (!start(caller)) return false;
-  started_ = true;
-  connection_.writer_ = this;
-  connection_.operation_started();
-  return true;
-}
-
-Result<void> TcpConnection::WriteAwaiter::await_resume() noexcept {
-  if (refused_ != 0) return Unexpected{error_from_errno(-refused_)};
-  if (started_) {
-    connection_.bytes_written_ += sent();
-    connection_.writer_ = nullptr;
-    connection_.operation_finished();
-    connection_.start_next_writer();
+  if (c.closed_) {
+    error_ = make_error_code(std::errc::operation_canceled);
+    return true;
   }
-  return io::SendAllOp::await_resume();
+  if (c.write_shut_) {
+    error_ = make_error_code(std::errc::broken_pipe);
+    return true;
+  }
+  if (data_.empty()) return true;
+  if (mode_ == Mode::kBuffered && !c.output_full_ &&
+      c.output_.size() + data_.size() <= c.output_limits_.max_output_bytes) {
+    c.output_.append_copy(data_);
+    c.request_send();
+    return true;
+  }
+  return false;
 }
 
-void TcpConnection::start_next_writer() noexcept {
-  while (writer_ == nullptr && waiting_head_ != nullptr) {
-    WriteAwaiter* next = waiting_head_;
-    waiting_head_ = next->next_waiting_;
-    if (!waiting_head_) waiting_tail_ = nullptr;
-    if (closed_) {
-      next->refused_ = -ECANCELED;
-      loop_.schedule(next->caller_);
-      continue;
+void TcpConnection::WriteAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
+  TcpConnection& c = connection_;
+  caller_ = caller;
+  segment_.writer = this;
+  segment_.data = data_.data();
+  segment_.size = data_.size();
+  // A write() that does not fit waits like write_all() but may be copied, and so resumed,
+  // as soon as the queue has drained to half; until then every write() waits behind it.
+  segment_.kind = mode_ == Mode::kBuffered ? SegmentKind::kAdoptable : SegmentKind::kBorrowed;
+  if (mode_ == Mode::kBuffered) c.output_full_ = true;
+  c.output_.append_borrowed(segment_);
+  c.request_send();
+}
+
+Result<void> TcpConnection::WriteAwaiter::await_resume() const noexcept {
+  if (error_) return Unexpected{error_};
+  return {};
+}
+
+void TcpConnection::request_send() noexcept {
+  if (!send_.in_flight() && !output_.empty()) loop_.run_before_submit(send_hook_);
+}
+
+void TcpConnection::on_send_hook(io::PreSubmitHook& hook) noexcept {
+  static_cast<SendHook&>(hook).connection->start_send();
+}
+
+void TcpConnection::start_send() noexcept {
+  if (send_.in_flight() || output_.empty()) return;
+  if (write_error_) {  // e.g. close() gave up while this send waited for the hook
+    fail_output();
+    return;
+  }
+  iovec buffers[io::VectoredSend::kMaxBuffers];
+  size_t count = output_.gather(buffers);
+  if (auto started = send_.start({buffers, count}); !started) {
+    write_error_ = started.error();  // loop closing, or SQ and pending queue full
+    fail_output();
+    return;
+  }
+  ++sends_submitted_;
+  operation_started();
+}
+
+void TcpConnection::on_send_complete(void* self, int32_t res) noexcept {
+  auto& c = *static_cast<TcpConnection*>(self);
+  if (res > 0) {
+    c.bytes_written_ += static_cast<uint64_t>(res);
+    for (OutputSegment* done = c.output_.consume(static_cast<size_t>(res)); done != nullptr;) {
+      OutputSegment* next = done->next;
+      c.finish_writer(*done, {});
+      done = next;
     }
-    if (next->start(next->caller_)) {
-      next->started_ = true;
-      writer_ = next;
-      operation_started();
+    if (c.flush_waiter_) {  // progress: the peer gets another full timeout
+      c.loop_.add_deadline(c.flush_deadline_, c.output_limits_.close_flush_timeout_ms);
+    }
+  } else if (!c.write_error_) {
+    // 0 bytes of a non-empty send: the peer is gone.
+    c.write_error_ = error_from_errno(res == 0 ? EPIPE : -res);
+  }
+  if (c.write_error_) {
+    c.fail_output();
+  } else {
+    c.release_waiting_writers();
+    if (c.output_.empty()) {
+      if (c.write_shut_ && !c.closed_) ::shutdown(c.fd_.get(), SHUT_WR);
+      c.wake_flush_waiter();
     } else {
-      next->refused_ = next->result() != 0 ? next->result() : -ECANCELED;
-      loop_.schedule(next->caller_);
+      c.request_send();
     }
   }
+  c.operation_finished();  // last: it may resume close(), after which `c` may be freed
+}
+
+void TcpConnection::release_waiting_writers() noexcept {
+  if (!output_full_ || output_.size() > output_limits_.max_output_bytes / 2) return;
+  output_full_ = false;
+  for (OutputSegment* adopted = output_.adopt_waiting(); adopted != nullptr;) {
+    OutputSegment* next = adopted->next;
+    finish_writer(*adopted, {});
+    adopted = next;
+  }
+}
+
+void TcpConnection::fail_output() noexcept {
+  // Only called with no send in flight: the writers' memory is theirs again.
+  if (!write_error_) write_error_ = make_error_code(std::errc::operation_canceled);
+  for (OutputSegment* dropped = output_.clear(); dropped != nullptr;) {
+    OutputSegment* next = dropped->next;
+    finish_writer(*dropped, write_error_);
+    dropped = next;
+  }
+  output_full_ = false;
+  wake_flush_waiter();
+}
+
+void TcpConnection::finish_writer(OutputSegment& segment, std::error_code error) noexcept {
+  WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(segment).writer;
+  writer.error_ = error;
+  loop_.schedule(writer.caller_);
+}
+
+void TcpConnection::wake_flush_waiter() noexcept {
+  if (flush_waiter_) loop_.schedule(std::exchange(flush_waiter_, {}));
+}
+
+void TcpConnection::on_flush_deadline(io::DeadlineNode& node) noexcept {
+  // The peer took nothing for close_flush_timeout_ms: give up. close() goes on to cancel
+  // the send in flight; its CQE drops the queue and resumes any writers with this error.
+  TcpConnection* c = static_cast<FlushDeadline&>(node).connection;
+  if (!c->write_error_) c->write_error_ = make_error_code(std::errc::timed_out);
+  c->wake_flush_waiter();
+}
+
+bool TcpConnection::FlushAwaiter::await_ready() const noexcept {
+  return connection.output_.empty() || static_cast<bool>(connection.write_error_);
+}
+
+void TcpConnection::FlushAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
+  connection.flush_waiter_ = caller;
+  connection.loop_.add_deadline(connection.flush_deadline_,
+                                connection.output_limits_.close_flush_timeout_ms);
+}
+
+void TcpConnection::FlushAwaiter::await_resume() const noexcept {
+  connection.loop_.remove_deadline(connection.flush_deadline_);
 }
 
 // ---- close ----
 
 void TcpConnection::shutdown_write() noexcept {
-  if (!closed_) ::shutdown(fd_.get(), SHUT_WR);
+  if (closed_ || write_shut_) return;
+  write_shut_ = true;
+  if (output_.empty()) ::shutdown(fd_.get(), SHUT_WR);  // else when the last send completes
 }
 
 Task<> TcpConnection::close() {
   if (closed_) co_return;
   closed_ = true;
   reading_stopped_ = true;
-  // Writers still waiting for their turn will never get it.
-  while (waiting_head_) {
-    WriteAwaiter* next = waiting_head_;
-    waiting_head_ = next->next_waiting_;
-    next->refused_ = -ECANCELED;
-    loop_.schedule(next->caller_);
-  }
-  waiting_tail_ = nullptr;
   loop_.remove_deadline(read_deadline_);
+  // Queued output first (a handler may write() and return at once), as long as the peer
+  // keeps taking it; writers still suspended get their bytes sent too.
+  co_await FlushAwaiter{*this};
   if (in_flight_ > 0) {
     // close(2) would not cancel a pending receive (PITFALLS #15): shut the socket down,
     // cancel everything on the fd, and wait for every CQE before the fd number is freed.
@@ -282,6 +395,8 @@ Task<> TcpConnection::close() {
     (void)co_await io::cancel_fd(loop_, fd_.get());
     co_await DrainAwaiter{*this};
   }
+  loop_.cancel_before_submit(send_hook_);
+  if (!output_.empty()) fail_output();  // nothing in flight now: writers get their memory back
   (void)co_await io::close(loop_, fd_.release());
 }
 

@@ -298,7 +298,8 @@ Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
     ::getpeername(accepted.fd.get(), reinterpret_cast<sockaddr*>(&accepted.peer), &length);
   }
   TcpConnection connection(*worker.loop, std::move(accepted.fd), InetAddress(accepted.peer),
-                           options_.read_timeout_ms);
+                           options_.read_timeout_ms,
+                           OutputLimits{options_.max_output_bytes, options_.shutdown_timeout_ms});
   ConnectionNode node{&connection};
   node.next = worker.connections;
   if (node.next) node.next->prev = &node;
@@ -322,7 +323,8 @@ Task<> TcpServer::shutdown_sequence() {
   if (accept_waiting_) (void)co_await io::cancel_fd(*main_loop_, listen_fd_.get());
   listen_fd_.reset();  // new connection attempts are refused from here on
   // Drain: every handler's next (or current) read ends with operation_canceled, while the
-  // writes of what it has already read go on.
+  // writes of what it has already read go on; its close() then flushes queued output. A
+  // peer that stops reading holds its connection until the deadline below at most.
   for (auto& worker : workers_) {
     Worker* w = worker.get();
     w->loop->post([w] {

@@ -3,7 +3,8 @@
 // the awaiters of io/Operations.h, and each loop iteration is:
 //
 //   run posted tasks -> submit every SQE of this iteration in ONE io_uring_enter (and wait
-//   if there is nothing to do) -> drain all CQEs in a batch -> resume their coroutines
+//   if there is nothing to do) -> drain all CQEs in a batch -> resume their coroutines ->
+//   run the pre-submit hooks that this work queued (see PreSubmitHook)
 //
 // Other threads reach the loop only through `post` (a lock-free MpscQueue plus an eventfd
 // whose read is armed on the ring; wake-ups are coalesced) and `stop`. Another loop can also
@@ -39,6 +40,16 @@ namespace io {
 class IoUring;
 class BufferRing;
 class FixedBuffers;
+
+/// Work a loop runs once just before it submits: after every coroutine that is ready in
+/// this iteration has run. A connection gathers all that its handler wrote during the
+/// iteration into one send here. The hook lives in its owner, which removes it before dying.
+struct PreSubmitHook {
+  PreSubmitHook* prev = nullptr;
+  PreSubmitHook* next = nullptr;
+  void (*run)(PreSubmitHook&) noexcept = nullptr;
+  bool linked = false;
+};
 }  // namespace io
 
 /// Ring set-up knobs (the [event_loop] config section maps onto these).
@@ -147,11 +158,17 @@ class EventLoop {
   void add_deadline(io::DeadlineNode& node, uint32_t timeout_ms) noexcept;
   void remove_deadline(io::DeadlineNode& node) noexcept;
 
+  /// Loop thread. Runs hook.run once before the loop next submits; adding a hook that is
+  /// already waiting changes nothing.
+  void run_before_submit(io::PreSubmitHook& hook) noexcept;
+  void cancel_before_submit(io::PreSubmitHook& hook) noexcept;
+
  private:
   explicit EventLoop(const LoopOptions& options);
   void run_once();
   void run_posted();
   void resume_ready();
+  void run_pre_submit_hooks() noexcept;
   void arm_wakeup();
   void shutdown_io() noexcept;
   void arm_deadline_tick();
@@ -203,6 +220,8 @@ class EventLoop {
   io::KernelTimespec tick_interval_{};
   uint32_t tick_ms_ = 0;  // sweep interval; 0 until the first deadline
   bool tick_armed_ = false;
+  io::PreSubmitHook* hooks_head_ = nullptr;
+  io::PreSubmitHook* hooks_tail_ = nullptr;
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> resuming_;
   SpawnGroup spawned_;

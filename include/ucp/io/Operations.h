@@ -25,6 +25,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
@@ -127,6 +128,43 @@ class SendAllOp : public Operation {
   std::span<const std::byte> data_;
   size_t sent_ = 0;
   Context send_context_;
+};
+
+/// One send of up to kMaxBuffers buffers as a single SQE, owned by an object rather than a
+/// coroutine frame: a connection's output queue keeps one in flight (PITFALLS #14) and is
+/// called back with the CQE's result, bytes sent (possibly fewer than offered) or -errno.
+/// One buffer goes out as IORING_OP_SEND, several as IORING_OP_SENDMSG (a gather, so many
+/// small writes cost one SQE). The buffers, and this object, must live until the callback.
+class VectoredSend {
+ public:
+  static constexpr size_t kMaxBuffers = 16;
+  using OnComplete = void (*)(void* owner, int32_t res) noexcept;
+
+  VectoredSend(EventLoop& loop, int fd, void* owner, OnComplete on_complete) noexcept;
+  VectoredSend(const VectoredSend&) = delete;
+  VectoredSend& operator=(const VectoredSend&) = delete;
+
+  /// Prepares the send of `buffers` (at most kMaxBuffers are taken); the loop submits it
+  /// with its batch. Refused, with nothing in flight: operation_canceled once the loop is
+  /// shutting down, resource_unavailable_try_again when the SQ and pending queue are full.
+  Result<void> start(std::span<const iovec> buffers) noexcept;
+  bool in_flight() const noexcept { return in_flight_; }
+
+ private:
+  struct Context : IoContext {
+    VectoredSend* owner = nullptr;
+  };
+  static std::coroutine_handle<> on_cqe(IoContext& context, int32_t res, uint32_t flags) noexcept;
+
+  EventLoop& loop_;
+  int fd_;
+  void* owner_;
+  OnComplete on_complete_;
+  Context context_;
+  // The kernel may read these after submission (SQPOLL, or a send punted to a worker).
+  msghdr message_{};
+  iovec buffers_[kMaxBuffers]{};
+  bool in_flight_ = false;
 };
 
 class ReadOp : public Operation {  // files and pipes: IORING_OP_READ at `offset` (-1: current)

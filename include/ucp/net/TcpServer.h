@@ -41,10 +41,13 @@ struct ServerOptions {
   uint32_t max_connections = 100000;
   ListenOptions listen;
   bool tcp_nodelay = true;
+  // Graceful stop: how long connections get to finish; also how long close() waits for a
+  // peer that takes none of its queued output before dropping it.
   uint32_t shutdown_timeout_ms = 5000;
   // Hand accepted fds to workers with IORING_OP_MSG_RING instead of post + eventfd
   // ([event_loop] msg_ring_handoff). Without kernel support: one warning, then post.
   bool msg_ring_handoff = false;
+  uint64_t max_output_bytes = 4194304;  // per connection: write() waits above it
 };
 
 class TcpServer {
