@@ -162,15 +162,24 @@ Result<void> VectoredSend::start(std::span<const iovec> buffers) noexcept {
   if (count == 0) return Unexpected{std::errc::invalid_argument};
   io_uring_sqe* sqes[1];
   if (!take_sqes(loop_, context_, sqes)) return Unexpected{error_from_errno(-context_.result)};
-  // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
-  if (count == 1) {
+  FixedBuffers* fixed = loop_.fixed_buffers();
+  int fixed_index =
+      count == 1 && fixed ? fixed->index_of(buffers[0].iov_base, buffers[0].iov_len) : -1;
+  if (fixed_index >= 0) {
+    // Bytes in a registered buffer (an echoed receive() lease): WRITE_FIXED. It has
+    // write(2) semantics, no MSG_NOSIGNAL: EventLoop::create ignored SIGPIPE for us.
+    io_uring_prep_write_fixed(sqes[0], fd_, buffers[0].iov_base,
+                              static_cast<unsigned>(buffers[0].iov_len), 0, fixed_index);
+  } else if (count == 1) {
+    // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
     io_uring_prep_send(sqes[0], fd_, buffers[0].iov_base, buffers[0].iov_len, MSG_NOSIGNAL);
   } else {
-    std::copy_n(buffers.begin(), count, buffers_);
-    message_ = msghdr{};
-    message_.msg_iov = buffers_;
-    message_.msg_iovlen = count;
-    io_uring_prep_sendmsg(sqes[0], fd_, &message_, MSG_NOSIGNAL);
+    if (!gather_) gather_ = make_pooled<Gather>();
+    std::copy_n(buffers.begin(), count, gather_->buffers);
+    gather_->message = msghdr{};
+    gather_->message.msg_iov = gather_->buffers;
+    gather_->message.msg_iovlen = count;
+    io_uring_prep_sendmsg(sqes[0], fd_, &gather_->message, MSG_NOSIGNAL);
   }
   io_uring_sqe_set_data(sqes[0], &context_);
   in_flight_ = true;
@@ -180,6 +189,7 @@ Result<void> VectoredSend::start(std::span<const iovec> buffers) noexcept {
 std::coroutine_handle<> VectoredSend::on_cqe(IoContext& context, int32_t res, uint32_t) noexcept {
   auto* self = static_cast<Context&>(context).owner;
   self->in_flight_ = false;
+  self->gather_.reset();                  // the kernel is done with the iovecs
   self->on_complete_(self->owner_, res);  // may free `self`'s owner: touch nothing after
   return {};
 }

@@ -32,6 +32,7 @@
 #include "ucp/io/BufferLease.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/IoContext.h"
+#include "ucp/memory/MemoryPool.h"
 
 namespace ucp::io {
 
@@ -162,8 +163,12 @@ class VectoredSend {
   OnComplete on_complete_;
   Context context_;
   // The kernel may read these after submission (SQPOLL, or a send punted to a worker).
-  msghdr message_{};
-  iovec buffers_[kMaxBuffers]{};
+  // Borrowed from the pool only for a gathering send, so an idle connection holds none.
+  struct Gather {
+    msghdr message{};
+    iovec buffers[kMaxBuffers]{};
+  };
+  PoolPtr<Gather> gather_;
   bool in_flight_ = false;
 };
 
