@@ -45,28 +45,34 @@ std::string_view error_response(http::ParseStatus status) {
 }  // namespace
 
 Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
-  Buffer input(max_request_bytes * 2);
+  // Requests are parsed straight from the buffer receive() lends; only the unfinished tail
+  // of a request waits in `partial`, which holds no memory until that happens. An idle
+  // keep-alive connection therefore keeps no buffer at all.
+  Buffer partial(max_request_bytes * 2, /*initial_size=*/0);
   // read_timeout_ms restarts with every read, so a head trickling in a byte at a time
   // (slowloris) would never time out: the whole request must arrive within one timeout.
   const uint32_t head_timeout_ms = connection.read_timeout_ms();
   uint64_t request_started_ms = 0;  // 0: no partial request buffered
   for (;;) {
-    if (!input.ensure_writable(std::min<size_t>(4096, input.max_size() - input.readable_bytes()))) {
-      co_return;
+    auto data = co_await connection.receive();
+    if (!data || data->empty()) co_return;  // a half-closed peer got every answer already
+    std::string_view input(data->chars(), data->size());
+    if (partial.readable_bytes() > 0) {               // the rest of a request that began earlier
+      if (!partial.append(data->bytes())) co_return;  // cannot make progress
+      data->reset();
+      input = partial.view();
     }
-    auto n = co_await connection.read(input.writable());
-    if (!n || *n == 0) co_return;  // a half-closed peer got every answer already
-    input.commit(*n);
-    // Answer every complete request in the buffer (pipelining). write() only queues the
+    // Answer every complete request in the input (pipelining). write() only queues the
     // answer, without suspending: the answers to this read leave together in one send, and
     // the next read overlaps with it. A peer that never reads makes write() wait at
     // max_output_bytes. After close_after, returning is enough: close() sends what is queued.
     bool close_after = false;
     bool answered = false;
+    size_t consumed = 0;
     for (;;) {
       http::Request request;
-      auto status =
-          http::parse_request(input.view(), max_request_bytes, max_request_bytes, request);
+      auto status = http::parse_request(input.substr(consumed), max_request_bytes,
+                                        max_request_bytes, request);
       if (status == http::ParseStatus::kIncomplete) break;
       answered = true;
       if (status != http::ParseStatus::kComplete) {
@@ -74,7 +80,7 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
         close_after = true;
         break;
       }
-      input.consume(request.total_bytes);
+      consumed += request.total_bytes;
       if (!co_await connection.write(request.keep_alive ? kKeepAliveResponse : kCloseResponse)) {
         co_return;
       }
@@ -83,17 +89,24 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
         break;
       }
     }
-    if (input.readable_bytes() == 0) {
+    if (close_after) co_return;
+    // Keep the unfinished tail (if any) for the next read; the lease goes back now.
+    if (partial.readable_bytes() > 0) {
+      partial.consume(consumed);
+      if (partial.readable_bytes() == 0) partial = Buffer(partial.max_size(), 0);  // free it
+    } else if (consumed < input.size()) {
+      if (!partial.append(input.substr(consumed))) co_return;
+    }
+    data->reset();
+    if (partial.readable_bytes() == 0) {
       request_started_ms = 0;
     } else if (request_started_ms == 0 || answered) {
       request_started_ms = io::coarse_now_ms();  // a new partial request starts now
-    } else if (head_timeout_ms > 0 && !close_after &&
-               io::coarse_now_ms() - request_started_ms > head_timeout_ms) {
+    } else if (head_timeout_ms > 0 && io::coarse_now_ms() - request_started_ms > head_timeout_ms) {
       (void)co_await connection.write(error_response(http::ParseStatus::kIncomplete));  // 408
-      close_after = true;
+      co_return;
     }
-    if (close_after) co_return;
-    if (input.readable_bytes() >= input.max_size()) co_return;  // cannot make progress
+    if (partial.readable_bytes() >= partial.max_size()) co_return;  // cannot make progress
   }
 }
 
