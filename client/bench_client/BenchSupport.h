@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -152,6 +153,21 @@ inline std::optional<CpuTimes> process_cpu(int pid) {
   }
   const auto ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   return CpuTimes{static_cast<double>(utime) / ticks, static_cast<double>(stime) / ticks};
+}
+
+/// The closing lines both modes print: client CPU, and the server's with `units` per
+/// server-CPU-second (`unit_name`: "requests", "connections") when it was measured.
+inline void print_cpu_summary(double seconds, double client_cpu, double client_user,
+                              double server_cpu, double server_user, double units,
+                              const char* unit_name) {
+  std::printf("client cpu %.2f s (%.0f%% of one core, user %.1f%%)\n", client_cpu,
+              100 * client_cpu / seconds, client_cpu > 0 ? 100 * client_user / client_cpu : 0.0);
+  if (server_cpu < 0) return;
+  std::printf(
+      "server cpu %.2f s (%.0f%% of one core, user %.1f%%): %.0f %s per "
+      "server-CPU-second\n",
+      server_cpu, 100 * server_cpu / seconds, server_cpu > 0 ? 100 * server_user / server_cpu : 0.0,
+      server_cpu > 0 ? units / server_cpu : 0.0, unit_name);
 }
 
 }  // namespace bench

@@ -1017,16 +1017,8 @@ int main(int argc, char** argv) {
     std::printf("latency us: p50 %.1f  p99 %.1f  p999 %.1f  max %.1f\n",
                 histogram.percentile_us(0.50), histogram.percentile_us(0.99),
                 histogram.percentile_us(0.999), histogram.max_us());
-    std::printf("client cpu %.2f s (%.0f%% of one core, user %.1f%%)\n", client_cpu,
-                100 * client_cpu / seconds, client_cpu > 0 ? 100 * client_user / client_cpu : 0.0);
-    if (server_cpu >= 0) {
-      std::printf(
-          "server cpu %.2f s (%.0f%% of one core, user %.1f%%): %.0f requests per "
-          "server-CPU-second\n",
-          server_cpu, 100 * server_cpu / seconds,
-          server_cpu > 0 ? 100 * server_user / server_cpu : 0.0,
-          server_cpu > 0 ? static_cast<double>(requests) / server_cpu : 0.0);
-    }
+    bench::print_cpu_summary(seconds, client_cpu, client_user, server_cpu, server_user,
+                             static_cast<double>(requests), "requests");
   }
   return errors == 0 && ramp_ok ? 0 : 1;
 }

@@ -31,6 +31,19 @@ bool take_sqes(EventLoop& loop, IoContext& context, io_uring_sqe* (&sqes)[N]) no
   return true;
 }
 
+// One contiguous send. Bytes inside a registered buffer (an echoed receive() lease) go out
+// with WRITE_FIXED, which has write(2) semantics: no MSG_NOSIGNAL, so EventLoop::create
+// ignored SIGPIPE for us. Otherwise MSG_NOSIGNAL: a reset peer gives EPIPE, never SIGPIPE (#28).
+void prep_send_one(EventLoop& loop, io_uring_sqe* sqe, int fd, const void* data,
+                   size_t length) noexcept {
+  FixedBuffers* fixed = loop.fixed_buffers();
+  if (int index = fixed ? fixed->index_of(data, length) : -1; index >= 0) {
+    io_uring_prep_write_fixed(sqe, fd, data, static_cast<unsigned>(length), 0, index);
+  } else {
+    io_uring_prep_send(sqe, fd, data, length, MSG_NOSIGNAL);
+  }
+}
+
 }  // namespace
 
 LinkedTimeoutOperation::LinkedTimeoutOperation(EventLoop& loop, uint32_t timeout_ms) noexcept
@@ -123,16 +136,7 @@ bool SendAllOp::start(std::coroutine_handle<> caller) noexcept {
 bool SendAllOp::submit_next() noexcept {
   io_uring_sqe* sqes[1];
   if (!take_sqes(loop_, send_context_, sqes)) return false;
-  const std::byte* rest = data_.data() + sent_;
-  size_t length = data_.size() - sent_;
-  FixedBuffers* fixed = loop_.fixed_buffers();
-  if (int index = fixed ? fixed->index_of(rest, length) : -1; index >= 0) {
-    // write(2) semantics: no MSG_NOSIGNAL, so EventLoop::create ignored SIGPIPE for us.
-    io_uring_prep_write_fixed(sqes[0], fd_, rest, static_cast<unsigned>(length), 0, index);
-  } else {
-    // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
-    io_uring_prep_send(sqes[0], fd_, rest, length, MSG_NOSIGNAL);
-  }
+  prep_send_one(loop_, sqes[0], fd_, data_.data() + sent_, data_.size() - sent_);
   io_uring_sqe_set_data(sqes[0], &send_context_);
   return true;
 }
@@ -162,17 +166,8 @@ Result<void> VectoredSend::start(std::span<const iovec> buffers) noexcept {
   if (count == 0) return Unexpected{std::errc::invalid_argument};
   io_uring_sqe* sqes[1];
   if (!take_sqes(loop_, context_, sqes)) return Unexpected{error_from_errno(-context_.result)};
-  FixedBuffers* fixed = loop_.fixed_buffers();
-  int fixed_index =
-      count == 1 && fixed ? fixed->index_of(buffers[0].iov_base, buffers[0].iov_len) : -1;
-  if (fixed_index >= 0) {
-    // Bytes in a registered buffer (an echoed receive() lease): WRITE_FIXED. It has
-    // write(2) semantics, no MSG_NOSIGNAL: EventLoop::create ignored SIGPIPE for us.
-    io_uring_prep_write_fixed(sqes[0], fd_, buffers[0].iov_base,
-                              static_cast<unsigned>(buffers[0].iov_len), 0, fixed_index);
-  } else if (count == 1) {
-    // MSG_NOSIGNAL: a peer that reset the connection gives EPIPE, never SIGPIPE (#28).
-    io_uring_prep_send(sqes[0], fd_, buffers[0].iov_base, buffers[0].iov_len, MSG_NOSIGNAL);
+  if (count == 1) {
+    prep_send_one(loop_, sqes[0], fd_, buffers[0].iov_base, buffers[0].iov_len);
   } else {
     if (!gather_) gather_ = make_pooled<Gather>();
     std::copy_n(buffers.begin(), count, gather_->buffers);
