@@ -11,8 +11,8 @@
 namespace ucp {
 namespace {
 
-constexpr size_t kHeaderSize = 16;    // keeps user memory aligned to alignof(max_align_t)
-constexpr size_t kMinClassShift = 6;  // 64 bytes
+constexpr size_t kHeaderSize = MemoryPool::kHeaderBytes;  // keeps user memory 16-aligned
+constexpr size_t kMinClassShift = 6;                      // 64 bytes
 // Classes grow by powers of two with a 3/4 step between (64, 96, 128, 192 ... 6144, 8192):
 // a coroutine frame just past a power of two (a 520-byte frame) wastes a quarter, not half.
 // Every class is a multiple of 16, so user memory stays aligned to alignof(max_align_t).

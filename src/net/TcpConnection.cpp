@@ -6,13 +6,14 @@
 #include <sys/socket.h>
 
 #include "ucp/io/FixedBuffers.h"
+#include "ucp/memory/MemoryPool.h"
 
 namespace ucp {
 namespace {
 
 // receive() without a free registered buffer reads into a pool block; this size keeps the
 // block (with its pool header) in the 4 KiB class.
-constexpr size_t kPooledReceiveBytes = 4096 - 16;
+constexpr size_t kPooledReceiveBytes = 4096 - MemoryPool::kHeaderBytes;
 
 }  // namespace
 

@@ -25,7 +25,8 @@ namespace ucp {
 
 class MemoryPool {
  public:
-  static constexpr size_t kMaxBlockSize = 8192 - 16;  // largest payload served from the pool
+  static constexpr size_t kHeaderBytes = 16;                    // before every block's user memory
+  static constexpr size_t kMaxBlockSize = 8192 - kHeaderBytes;  // largest pooled payload
 
   static void* allocate(size_t size);
   static void deallocate(void* pointer) noexcept;
