@@ -339,6 +339,7 @@ std::coroutine_handle<> MultishotRecv::on_cqe(IoContext& context, int32_t res,
     ++self->queued_;
     if (self->queued_ >= kMaxQueued && !self->throttled_) {
       self->throttled_ = true;
+      ++self->pauses_;
       self->cancel();
     }
   } else if (res == 0) {
@@ -352,6 +353,11 @@ std::coroutine_handle<> MultishotRecv::on_cqe(IoContext& context, int32_t res,
   }
   if (!(flags & IORING_CQE_F_MORE)) {
     self->armed_ = false;
+    // Ended with nothing to report: our own pause (its cancel completed after the reader had
+    // drained the queue and began to wait again), or the kernel stopping the receive for its
+    // own reasons. The reader must never see that: resume receiving and keep it waiting. The
+    // owner still counts one receive in flight, so on_final does not run.
+    if (self->waiter_ && !self->has_news() && self->arm()) return {};
     if (self->on_final_) self->on_final_(self->hook_owner_);
   }
   if (self->waiter_ && self->out_of_buffers_ && self->queued_ == 0 && !self->eof_ &&
@@ -360,6 +366,8 @@ std::coroutine_handle<> MultishotRecv::on_cqe(IoContext& context, int32_t res,
     self->waiter_ = {};
     return self->on_starved_(self->hook_owner_);
   }
+  // A reader resumes only with news: data, EOF (a real FIN), an error (a real one).
+  if (!self->has_news()) return {};
   return std::exchange(self->waiter_, {});
 }
 

@@ -123,7 +123,8 @@ bool TcpConnection::ReadAwaiter::await_suspend(std::coroutine_handle<> caller) n
 
 Result<size_t> TcpConnection::ReadAwaiter::await_resume() noexcept {
   TcpConnection& c = connection_;
-  Result<size_t> result = size_t{0};
+  // No default of 0: a read reports EOF only when the peer's FIN was seen.
+  Result<size_t> result = Unexpected{std::errc::operation_canceled};
   if (mode_ == Mode::kSingleShot) {
     c.current_read_ = nullptr;
     c.operation_finished();
@@ -156,9 +157,8 @@ Result<size_t> TcpConnection::ReadAwaiter::await_resume() noexcept {
       result = size_t{0};
     } else if (multishot->error() != 0) {
       result = bytes_from_cqe(multishot->error());
-    } else if (c.reading_stopped_) {
-      result = Unexpected{std::errc::operation_canceled};
     }
+    // Otherwise reading was stopped (stop_reading, close): operation_canceled.
   }
   if (result) c.bytes_read_ += *result;
   return result;

@@ -290,6 +290,8 @@ class MultishotRecv {
   bool has_data() const noexcept { return queued_ > 0; }
   bool at_eof() const noexcept { return eof_; }
   bool needs_fallback() const noexcept { return out_of_buffers_; }
+  /// Times the receive was paused because the reader was kMaxQueued chunks behind.
+  uint64_t pauses() const noexcept { return pauses_; }
   void clear_fallback() noexcept { out_of_buffers_ = false; }
   int32_t error() const noexcept { return error_; }
   /// Copies queued bytes into `destination`, recycling emptied buffers.
@@ -321,6 +323,8 @@ class MultishotRecv {
     MultishotRecv* owner = nullptr;
   };
   static std::coroutine_handle<> on_cqe(IoContext& context, int32_t res, uint32_t flags) noexcept;
+  /// Something a waiting reader must hear about: data, EOF, an error, or a dry ring.
+  bool has_news() const noexcept { return queued_ > 0 || eof_ || error_ != 0 || out_of_buffers_; }
 
   EventLoop& loop_;
   int fd_;
@@ -339,6 +343,7 @@ class MultishotRecv {
   bool eof_ = false;
   bool out_of_buffers_ = false;
   bool throttled_ = false;  // cancelled because the queue was full: re-arm when drained
+  uint64_t pauses_ = 0;
 };
 
 /// A multishot accept: one SQE accepts connection after connection; each new fd goes to

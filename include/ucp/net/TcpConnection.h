@@ -173,6 +173,8 @@ class TcpConnection {
   /// True when reads come from a multishot receive into the loop's provided buffers.
   bool multishot() const noexcept { return multishot_.has_value(); }
   uint64_t bytes_read() const noexcept { return bytes_read_; }
+  /// Times the multishot receive paused because the handler was behind (back-pressure).
+  uint64_t receive_pauses() const noexcept { return multishot_ ? multishot_->pauses() : 0; }
   uint64_t bytes_written() const noexcept { return bytes_written_; }
   /// Bytes written but not yet taken by the kernel (copies plus suspended writers' spans).
   size_t queued_output_bytes() const noexcept { return output_.size(); }
