@@ -1,9 +1,9 @@
 #include "Protocols.h"
 
+#include <chrono>
 #include <string_view>
 
 #include "ucp/http/HttpRequestParser.h"
-#include "ucp/io/Deadlines.h"
 #include "ucp/net/Buffer.h"
 
 namespace ucp::app {
@@ -40,6 +40,14 @@ std::string_view error_response(http::ParseStatus status) {
     default:
       return "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
   }
+}
+
+// Milliseconds on the loop's clock (never 0, which marks "no partial request").
+uint64_t now_ms(TcpConnection& connection) {
+  auto since_epoch = connection.loop().now().time_since_epoch();
+  return static_cast<uint64_t>(
+             std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count()) +
+         1;
 }
 
 }  // namespace
@@ -101,8 +109,8 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
     if (partial.readable_bytes() == 0) {
       request_started_ms = 0;
     } else if (request_started_ms == 0 || answered) {
-      request_started_ms = io::coarse_now_ms();  // a new partial request starts now
-    } else if (head_timeout_ms > 0 && io::coarse_now_ms() - request_started_ms > head_timeout_ms) {
+      request_started_ms = now_ms(connection);  // a new partial request starts now
+    } else if (head_timeout_ms > 0 && now_ms(connection) - request_started_ms > head_timeout_ms) {
       (void)co_await connection.write(error_response(http::ParseStatus::kIncomplete));  // 408
       co_return;
     }

@@ -148,8 +148,7 @@ int main(int argc, char** argv) {
     LOG_WARN("{}", warnings.substr(begin, end - begin));
     begin = end == std::string::npos ? warnings.size() : end + 1;
   }
-  LOG_INFO("{} ({}) io_uring: {}", config.server.name, config.server.protocol,
-           server.main_loop().features().describe());
+  LOG_INFO("{} ({}) {}", config.server.name, config.server.protocol, server.describe_loops());
   server.main_loop().spawn(watch_signals(server, signal_fd.get()));
   LOG_INFO("listening on {}", server.local_address().to_string());
   server.run();

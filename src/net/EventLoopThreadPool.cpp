@@ -6,9 +6,11 @@
 
 namespace ucp {
 
-EventLoopThreadPool::EventLoopThreadPool(size_t threads, const LoopOptions& options)
+EventLoopThreadPool::EventLoopThreadPool(size_t threads, const LoopOptions& options,
+                                         const EventLoop* share_with)
     : thread_count_(threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads),
-      options_(options) {}
+      options_(options),
+      share_with_(share_with) {}
 
 EventLoopThreadPool::~EventLoopThreadPool() {
   stop_all();
@@ -24,7 +26,7 @@ std::string EventLoopThreadPool::start(std::string* warnings) {
     // submitter, and the ring's memory is first touched where it will be used.
     threads_.emplace_back([this, i, &ready] {
       std::string notes;
-      auto loop = EventLoop::create(options_, &notes);
+      auto loop = EventLoop::create(options_, &notes, share_with_);
       if (!loop) {
         ready.set_value("worker " + std::to_string(i) + ": " +
                         EventLoop::describe_setup_error(loop.error(), options_));

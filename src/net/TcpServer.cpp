@@ -65,10 +65,12 @@ std::string TcpServer::start(std::string* warnings) {
   listen_fd_ = std::move(*listening);
   local_ = InetAddress::local_of(listen_fd_.get()).value_or(*address);
 
-  // With SQPOLL, every worker ring shares the main ring's kernel poller thread.
-  LoopOptions worker_options = loop_options_;
-  if (main_loop_->features().sqpoll) worker_options.attach_wq_fd = main_loop_->ring_fd();
-  pool_ = std::make_unique<EventLoopThreadPool>(options_.thread_num, worker_options);
+  main_loop_->attach(listen_fd_.get());
+
+  // Worker loops share the main loop's kernel-side workers where the backend can (io_uring
+  // SQPOLL: one poller thread for every ring).
+  pool_ =
+      std::make_unique<EventLoopThreadPool>(options_.thread_num, loop_options_, main_loop_.get());
   std::string worker_notes;
   if (auto error = pool_->start(&worker_notes); !error.empty()) return error;
   notes += worker_notes;
@@ -77,10 +79,10 @@ std::string TcpServer::start(std::string* warnings) {
     worker->loop = loop.get();
     workers_.push_back(std::move(worker));
   }
-  if (options_.msg_ring_handoff && !main_loop_->features().msg_ring) {
-    notes +=
-        "msg_ring_handoff: the kernel lacks IORING_OP_MSG_RING (5.18+); handing connections to "
-        "workers through the task queue + eventfd\n";
+  if (options_.msg_ring_handoff && !main_loop_->capabilities().ring_messages) {
+    notes += std::string("msg_ring_handoff: the ") + main_loop_->backend_name() +
+             " backend has no ring messages (io_uring 5.18+ has IORING_OP_MSG_RING); handing "
+             "connections to workers through the task queue + eventfd\n";
   } else if (options_.msg_ring_handoff) {
     msg_ring_active_ = true;  // confirmed by check_msg_ring before the first accept
     for (auto& worker : workers_) {
@@ -93,6 +95,11 @@ std::string TcpServer::start(std::string* warnings) {
   }
   if (warnings) *warnings += notes;
   return {};
+}
+
+std::string TcpServer::describe_loops() const {
+  if (workers_.empty()) return main_loop_ ? main_loop_->describe() : std::string("not started");
+  return std::to_string(workers_.size()) + " worker loop(s), " + workers_.front()->loop->describe();
 }
 
 void TcpServer::run() {
@@ -122,7 +129,7 @@ void TcpServer::on_multishot_accept(void* self, int fd) noexcept {
 
 Task<> TcpServer::accept_connections() {
   if (msg_ring_active_) co_await check_msg_ring();
-  if (main_loop_->features().multishot_accept) {
+  if (main_loop_->capabilities().multishot_accept) {
     co_await multishot_accept_loop();
   } else {
     co_await accept_loop();
@@ -299,7 +306,8 @@ Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
   }
   TcpConnection connection(*worker.loop, std::move(accepted.fd), InetAddress(accepted.peer),
                            options_.read_timeout_ms,
-                           OutputLimits{options_.max_output_bytes, options_.shutdown_timeout_ms});
+                           OutputLimits{options_.max_output_bytes, options_.write_timeout_ms,
+                                        options_.shutdown_timeout_ms});
   ConnectionNode node{&connection};
   node.next = worker.connections;
   if (node.next) node.next->prev = &node;
@@ -321,6 +329,7 @@ Task<> TcpServer::shutdown_sequence() {
   shutting_down_ = true;
   LOG_INFO("shutting down: {} connections open", live_.load());
   if (accept_waiting_) (void)co_await io::cancel_fd(*main_loop_, listen_fd_.get());
+  main_loop_->detach(listen_fd_.get());
   listen_fd_.reset();  // new connection attempts are refused from here on
   // Drain: every handler's next (or current) read ends with operation_canceled, while the
   // writes of what it has already read go on; its close() then flushes queued output. A

@@ -306,9 +306,9 @@ std::array<int, 4> lease_sources_after_echo(uint32_t provided, uint32_t register
 TEST(TcpServer, ReceiveLendsRingRegisteredOrPoolBuffersAsConfigured) {
   using Source = io::BufferLease::Source;
   auto multishot = lease_sources_after_echo(64, 0);
-  EXPECT_EQ(multishot[size_t(Source::kProvidedRing)], 10);
+  EXPECT_EQ(multishot[size_t(Source::kReceiveBuffer)], 10);
   auto registered = lease_sources_after_echo(0, 8);
-  EXPECT_EQ(registered[size_t(Source::kFixed)], 10);
+  EXPECT_EQ(registered[size_t(Source::kRegistered)], 10);
   auto plain = lease_sources_after_echo(0, 0);
   EXPECT_EQ(plain[size_t(Source::kPool)], 10);
 }
@@ -447,7 +447,7 @@ TEST(TcpServer, MsgRingHandOffServesTwoThousandShortConnectionsWithoutLeakingFds
     for (auto& c : clients) c.join();
     EXPECT_EQ(echoed.load(), kThreads * kCycles);
     EXPECT_TRUE(wait_for_connections(server.server(), 0)) << server.server().connection_count();
-    if (server.server().main_loop().features().msg_ring) {
+    if (server.server().main_loop().capabilities().ring_messages) {
       EXPECT_GT(server.server().ring_hand_offs(), 0u) << "msg_ring hand-off was not used";
     }
     EXPECT_EQ(open_fd_count(), baseline) << "fds leaked while serving";

@@ -25,7 +25,9 @@
 #include "ucp/base/UniqueFd.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/MultishotAccept.h"
 #include "ucp/io/Operations.h"
+#include "ucp/io/RingMessage.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
 #include "ucp/net/Socket.h"
@@ -48,6 +50,9 @@ struct ServerOptions {
   // ([event_loop] msg_ring_handoff). Without kernel support: one warning, then post.
   bool msg_ring_handoff = false;
   uint64_t max_output_bytes = 4194304;  // per connection: write() waits above it
+  // Output that waits this long for the peer to take a byte fails with timed_out and the
+  // connection stops reading (its handler then returns and it closes). 0 = never.
+  uint32_t write_timeout_ms = 0;
 };
 
 class TcpServer {
@@ -70,6 +75,8 @@ class TcpServer {
   void stop() noexcept;
 
   const InetAddress& local_address() const noexcept { return local_; }
+  /// One line naming the backend and what the worker loops run with (after start()).
+  std::string describe_loops() const;
   EventLoop& main_loop() noexcept { return *main_loop_; }
   size_t connection_count() const noexcept { return live_.load(std::memory_order_relaxed); }
   uint64_t rejected_connections() const noexcept {

@@ -10,11 +10,13 @@ namespace ucp::io {
 Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t count,
                                                        uint32_t buffer_size, uint16_t group_id) {
   std::unique_ptr<BufferRing> self(new BufferRing);
+  count = std::bit_ceil(std::max<uint32_t>(count, 1));
+  if (auto mapped = self->map_storage(count, buffer_size); !mapped) {
+    return Unexpected{mapped.error()};
+  }
   self->ring_ = &ring;
-  self->count_ = std::bit_ceil(std::max<uint32_t>(count, 1));
-  self->buffer_size_ = buffer_size;
   self->group_id_ = group_id;
-  self->mapped_bytes_ = self->count_ * sizeof(io_uring_buf);
+  self->mapped_bytes_ = count * sizeof(io_uring_buf);
   void* mapped = ::mmap(nullptr, self->mapped_bytes_, PROT_READ | PROT_WRITE,
                         MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
   if (mapped == MAP_FAILED) return Unexpected{error_from_errno(errno)};
@@ -22,21 +24,15 @@ Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t 
 
   io_uring_buf_reg registration{};
   registration.ring_addr = reinterpret_cast<uint64_t>(mapped);
-  registration.ring_entries = self->count_;
+  registration.ring_entries = count;
   registration.bgid = group_id;
   if (int ret = io_uring_register_buf_ring(&ring, &registration, 0); ret < 0) {
     ::munmap(mapped, self->mapped_bytes_);
     self->buf_ring_ = nullptr;
     return Unexpected{error_from_errno(-ret)};
   }
-  self->storage_ = std::make_unique<std::byte[]>(size_t{self->count_} * buffer_size);
   io_uring_buf_ring_init(self->buf_ring_);
-  int mask = io_uring_buf_ring_mask(self->count_);
-  for (uint32_t id = 0; id < self->count_; ++id) {
-    io_uring_buf_ring_add(self->buf_ring_, self->buffer(static_cast<uint16_t>(id)), buffer_size,
-                          static_cast<uint16_t>(id), mask, static_cast<int>(id));
-  }
-  io_uring_buf_ring_advance(self->buf_ring_, static_cast<int>(self->count_));
+  self->provide_initial();
   return self;
 }
 
@@ -46,10 +42,19 @@ BufferRing::~BufferRing() {
   ::munmap(buf_ring_, mapped_bytes_);
 }
 
-void BufferRing::recycle(uint16_t id) noexcept {
-  io_uring_buf_ring_add(buf_ring_, buffer(id), buffer_size_, id, io_uring_buf_ring_mask(count_), 0);
+void BufferRing::provide(uint32_t first, uint32_t n) noexcept {
+  const int mask = io_uring_buf_ring_mask(count());
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto id = static_cast<uint16_t>(first + i);
+    io_uring_buf_ring_add(buf_ring_, buffer(id), buffer_size(), id, mask, static_cast<int>(i));
+  }
+  io_uring_buf_ring_advance(buf_ring_, static_cast<int>(n));
+}
+
+void BufferRing::give_back(uint16_t id) noexcept {
+  io_uring_buf_ring_add(buf_ring_, buffer(id), buffer_size(), id, io_uring_buf_ring_mask(count()),
+                        0);
   io_uring_buf_ring_advance(buf_ring_, 1);
-  --held_;
 }
 
 }  // namespace ucp::io

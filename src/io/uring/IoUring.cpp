@@ -21,13 +21,33 @@ int try_setup(unsigned entries, io_uring_params& params, io_uring& ring) {
 
 }  // namespace
 
-Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options,
-                                                 std::string& warnings) {
-  std::unique_ptr<IoUring> self(new IoUring);
+std::string UringFeatures::describe() const {
+  std::string out;
+  auto add = [&out](const char* name, bool on) {
+    if (!out.empty()) out += ' ';
+    out += name;
+    out += on ? "=on" : "=off";
+  };
+  add("single_issuer", single_issuer);
+  add("defer_taskrun", defer_taskrun);
+  add("coop_taskrun", coop_taskrun);
+  add("sqpoll", sqpoll);
+  add("nodrop", nodrop);
+  add("multishot_accept", multishot_accept);
+  add("multishot_recv", multishot_recv);
+  add("cancel_fd", cancel_fd);
+  add("msg_ring", msg_ring);
+  add("send_zc", send_zc);
+  return out;
+}
+
+Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options, int share_with_fd,
+                                                 LoopStats& stats, std::string& warnings) {
+  std::unique_ptr<IoUring> self(new IoUring(stats));
   unsigned entries = std::max(options.ring_entries, 2u);
 
   // Flags are only detectable by trying (EINVAL): start with everything asked for, then
-  // drop the optional ones in order of how much they are worth (IO_URING_PITFALLS #2).
+  // drop the optional ones in order of how much they are worth.
   unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP | IORING_SETUP_SUBMIT_ALL |
                   IORING_SETUP_R_DISABLED;  // enabled on the loop thread: SINGLE_ISSUER owner
   bool want_sqpoll = options.sqpoll;
@@ -56,13 +76,15 @@ Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options,
     for (const Attempt& attempt : attempts) {
       io_uring_params params{};
       params.flags = base | attempt.flags;
-      params.cq_entries = entries * 4;  // CQ >= 2x SQ (PITFALLS #9); multishot adds CQEs
+      // A CQ of at least twice the SQ keeps overflow rare (multishot operations post several
+      // CQEs per SQE); 4x costs little locked memory.
+      params.cq_entries = entries * 4;
       if (sqpoll) {
         params.flags |= IORING_SETUP_SQPOLL;
         params.sq_thread_idle = options.sqpoll_idle_ms;
-        if (options.attach_wq_fd >= 0) {
+        if (share_with_fd >= 0) {
           params.flags |= IORING_SETUP_ATTACH_WQ;
-          params.wq_fd = static_cast<uint32_t>(options.attach_wq_fd);
+          params.wq_fd = static_cast<uint32_t>(share_with_fd);
         }
       }
       int ret = try_setup(entries, params, self->ring_);
@@ -74,6 +96,7 @@ Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options,
         f.coop_taskrun = attempt.coop;
         f.sqpoll = sqpoll;
         f.nodrop = params.features & IORING_FEAT_NODROP;
+        f.ext_arg = params.features & IORING_FEAT_EXT_ARG;
         break;
       }
       last_error = -ret;
@@ -161,14 +184,14 @@ bool IoUring::acquire(io_uring_sqe** out, unsigned n) {
     return true;
   }
   if (pending_.size() + n > pending_capacity_) {
-    ++stats_.pending_rejections;
+    ++stats_.rejected_submissions;
     return false;
   }
   for (unsigned i = 0; i < n; ++i) {
     out[i] = &pending_.emplace_back();  // deque: earlier references stay valid
     std::memset(out[i], 0, sizeof(io_uring_sqe));
   }
-  stats_.sq_full_deferrals += n;
+  stats_.deferred_submissions += n;
   in_flight_ += n;
   return true;
 }
@@ -188,7 +211,7 @@ void IoUring::flush_pending() {
   }
 }
 
-void IoUring::submit_and_wait(unsigned wait_nr, int timeout_ms) {
+void IoUring::submit_and_wait(unsigned wait_nr, std::chrono::nanoseconds timeout) {
   // More SQEs waiting than the SQ holds: hand the kernel one SQ-full at a time until the
   // pending queue is empty, so none of them waits behind a blocking wait below.
   flush_pending();
@@ -196,7 +219,7 @@ void IoUring::submit_and_wait(unsigned wait_nr, int timeout_ms) {
     int ret = io_uring_submit(&ring_);
     ++stats_.submit_calls;
     if (ret <= 0) break;  // -EBUSY/-EAGAIN: reap first; the rest goes next iteration
-    stats_.sqes_submitted += static_cast<unsigned>(ret);
+    stats_.operations_submitted += static_cast<unsigned>(ret);
     size_t before = pending_.size();
     flush_pending();
     if (pending_.size() == before) break;  // the SQ did not drain (SQPOLL still consuming)
@@ -208,24 +231,25 @@ void IoUring::submit_and_wait(unsigned wait_nr, int timeout_ms) {
     int ret;
     if (wait_nr == 0) {
       ret = io_uring_submit_and_get_events(&ring_);
-    } else if (timeout_ms < 0) {
+    } else if (timeout.count() < 0) {
       ret = io_uring_submit_and_wait(&ring_, wait_nr);
     } else {
-      __kernel_timespec timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000000LL};
+      // With IORING_FEAT_EXT_ARG the timeout rides along with the wait: no timeout SQE.
+      __kernel_timespec limit{timeout.count() / 1000000000, timeout.count() % 1000000000};
       io_uring_cqe* cqe;
-      ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_nr, &timeout, nullptr);
+      ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_nr, &limit, nullptr);
       if (ret == -ETIME) ret = 0;
     }
     ++stats_.submit_calls;
     if (ret >= 0) {
-      stats_.sqes_submitted += static_cast<unsigned>(ret);
+      stats_.operations_submitted += static_cast<unsigned>(ret);
       return;
     }
     if (ret == -EINTR) continue;
     if (ret == -EBUSY || ret == -EAGAIN) {
       // The CQ (or its overflow list) is full: the caller must reap before the kernel
       // takes more. Returning lets the loop drain; the SQEs stay queued for next time.
-      ++stats_.ebusy_retries;
+      ++stats_.busy_retries;
       return;
     }
     LOG_ERROR("io_uring_enter failed: {}", std::strerror(-ret));

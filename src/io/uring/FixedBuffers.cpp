@@ -1,4 +1,4 @@
-#include "ucp/io/FixedBuffers.h"
+#include "FixedBuffers.h"
 
 #include <sys/mman.h>
 
