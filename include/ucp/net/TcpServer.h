@@ -27,13 +27,14 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/MultishotAccept.h"
 #include "ucp/io/Operations.h"
-#include "ucp/io/RingMessage.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
 #include "ucp/net/Socket.h"
 #include "ucp/net/TcpConnection.h"
 
 namespace ucp {
+
+class RingHandOff;
 
 struct ServerOptions {
   std::string ip = "0.0.0.0";
@@ -83,13 +84,10 @@ class TcpServer {
     return rejected_.load(std::memory_order_relaxed);
   }
   /// Connections a worker received through IORING_OP_MSG_RING (the rest went through post).
-  uint64_t ring_hand_offs() const noexcept {
-    return ring_hand_offs_.load(std::memory_order_relaxed);
-  }
+  uint64_t ring_hand_offs() const noexcept;
 
  private:
   struct Worker;
-  struct HandOff;
   struct ConnectionNode {
     TcpConnection* connection;
     ConnectionNode* prev = nullptr;
@@ -103,10 +101,8 @@ class TcpServer {
   Task<> shutdown_sequence();
   void hand_off(io::Accepted accepted);
   void post_to_worker(Worker& worker, io::Accepted accepted);
-  bool send_through_ring(Worker& worker, UniqueFd& fd);
-  static void on_ring_hand_off(io::RingMessage& message, Result<void> delivered) noexcept;
-  void receive_from_ring(Worker& worker, int32_t value);
-  Task<> check_msg_ring();
+  static void deliver_from_ring(void* self, size_t index, UniqueFd fd, bool closing);
+  static void fall_back_from_ring(void* self, size_t index, UniqueFd fd);
   Task<> accept_connections();
   bool warn_allowed(std::chrono::steady_clock::time_point& last) noexcept;
 
@@ -117,14 +113,7 @@ class TcpServer {
   std::unique_ptr<EventLoopThreadPool> pool_;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;
-  // msg_ring hand-off (main loop thread only): on while the kernel delivers; slots of fds
-  // on their way, reused through a free list.
-  bool msg_ring_active_ = false;
-  std::vector<std::unique_ptr<HandOff>> hand_offs_;
-  HandOff* free_hand_offs_ = nullptr;
-  std::atomic<size_t> ring_probes_received_{0};
-  std::atomic<uint64_t> ring_hand_offs_{0};
-  std::chrono::steady_clock::time_point last_ring_warning_{};
+  std::unique_ptr<RingHandOff> ring_hand_off_;  // opt-in: msg_ring_handoff
   UniqueFd listen_fd_;
   InetAddress local_;
   std::atomic<size_t> live_{0};
