@@ -33,7 +33,7 @@ constexpr uint64_t kSmallLimit = 64 * 1024;  // max_output_bytes where a test wa
 class WriteServer {
  public:
   WriteServer(TcpServer::Handler handler, uint64_t max_output_bytes,
-              uint32_t shutdown_timeout_ms = 3000) {
+              uint32_t shutdown_timeout_ms = 3000, uint32_t write_timeout_ms = 0) {
     ServerOptions options;
     options.ip = "127.0.0.1";
     options.port = 0;
@@ -41,6 +41,7 @@ class WriteServer {
     options.read_timeout_ms = 10000;
     options.shutdown_timeout_ms = shutdown_timeout_ms;
     options.max_output_bytes = max_output_bytes;
+    options.write_timeout_ms = write_timeout_ms;
     LoopOptions loop;
     loop.ring_entries = 256;
     server_ = std::make_unique<TcpServer>(options, loop, std::move(handler));
@@ -462,6 +463,76 @@ TEST(TcpConnectionWrite, CloseGivesUpOnAPeerThatNeverReadsAfterTheFlushTimeout) 
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - returned);
   std::printf("[ figure ] close() gave up %lld ms after the handler returned (timeout %u ms)\n",
               static_cast<long long>(waited.count()), kFlushTimeoutMs);
+}
+
+// ---- write deadline: a peer that stops taking its output is cut off ----
+
+struct StalledState {
+  std::atomic<int> write_error{0};  // errc value; 0 = none yet
+  std::atomic<int> read_error{0};
+  std::atomic<bool> done{false};
+};
+
+constexpr size_t kStalledBytes = 2 << 20;
+
+// Writes 2 MiB with write_all (never copied: the writer waits for the peer), then reads.
+Task<> write_all_then_read(TcpConnection& connection, StalledState& state) {
+  shrink_send_buffer(connection);
+  std::string data = pattern(13, kStalledBytes);
+  auto written = co_await connection.write_all(std::span<const char>(data));
+  if (!written) state.write_error = written.error().value();
+  char byte;
+  auto n = co_await connection.read(std::span<char>(&byte, 1));
+  if (!n) state.read_error = n.error().value();
+  state.done = true;
+}
+
+TEST(TcpConnectionWrite, WriteTimeoutEndsAWriterWhosePeerNeverReadsAndItsReads) {
+  StalledState state;
+  WriteServer server([&state](TcpConnection& c) { return write_all_then_read(c, state); },
+                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
+                     /*write_timeout_ms=*/300);
+  UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
+  ASSERT_TRUE(client);
+  // Bounded wait for correctness, not for speed: the writer must be released.
+  ASSERT_TRUE(wait_until([&] { return state.done.load(); }, 10s)) << "write_all still waits";
+  EXPECT_EQ(state.write_error.load(), static_cast<int>(std::errc::timed_out));
+  EXPECT_EQ(state.read_error.load(), static_cast<int>(std::errc::timed_out));
+  EXPECT_TRUE(wait_until([&] { return server.server().connection_count() == 0; }));
+  // The server still serves: a reading peer gets everything.
+  StalledState second;
+  WriteServer patient([&second](TcpConnection& c) { return write_all_then_read(c, second); },
+                      4194304, 3000, /*write_timeout_ms=*/300);
+  UniqueFd reader = connect_client(patient.port());
+  std::string all;
+  std::vector<char> buffer(1 << 16);
+  while (all.size() < kStalledBytes) {
+    auto n = test::recv_some(reader.get(), buffer, 10000);
+    if (!n || *n == 0) break;
+    all.append(buffer.data(), *n);
+  }
+  EXPECT_EQ(all.size(), kStalledBytes);
+  EXPECT_EQ(second.write_error.load(), 0);
+}
+
+TEST(TcpConnectionWrite, SlowButSteadyReaderIsNeverCutOffByTheWriteTimeout) {
+  StalledState state;
+  WriteServer server([&state](TcpConnection& c) { return write_all_then_read(c, state); },
+                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
+                     /*write_timeout_ms=*/300);
+  UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
+  ASSERT_TRUE(client);
+  // Taken in small steps, one every 20 ms: slow, but never 300 ms without a byte.
+  std::string all;
+  std::vector<char> buffer(1 << 16);
+  while (all.size() < kStalledBytes) {
+    std::this_thread::sleep_for(20ms);
+    auto n = test::recv_some(client.get(), buffer, 10000);
+    if (!n || *n == 0) break;
+    all.append(buffer.data(), *n);
+  }
+  EXPECT_EQ(all.size(), kStalledBytes);
+  EXPECT_EQ(state.write_error.load(), 0);
 }
 
 // ---- graceful stop: buffered output is still delivered ----
