@@ -158,6 +158,20 @@ Result<size_t> StreamReader::ReadAwaiter::await_resume() noexcept {
   return result;
 }
 
+void StreamReader::ReadAwaiter::cancel() noexcept {
+  StreamReader& r = reader_;
+  if (r.waiting_ != this) return;  // not waiting (any more)
+  if (mode_ == Mode::kSingleShot) {
+    r.loop_.cancel(single_shot_->op);  // its completion resumes us
+    return;
+  }
+  r.waiting_ = nullptr;
+  r.stream_->drop_waiter();  // the stream keeps receiving for the next read
+  r.loop_.cancel_timer(r.deadline_);
+  result_ = -ECANCELED;
+  r.loop_.schedule(caller_);
+}
+
 // ---- stopping ----
 
 void StreamReader::on_deadline(io::TimerNode& node) noexcept {

@@ -77,6 +77,7 @@ void StreamWriter::WriteAwaiter::await_suspend(std::coroutine_handle<> caller) n
   segment_.kind = mode_ == Mode::kBuffered ? SegmentKind::kAdoptable : SegmentKind::kBorrowed;
   if (mode_ == Mode::kBuffered) w.full_ = true;
   w.queue_.append_borrowed(segment_);
+  queued_ = true;
   w.request_send();
 }
 
@@ -102,7 +103,7 @@ void StreamWriter::start_send() noexcept {
     return;
   }
   iovec buffers[io::VectoredSend::kMaxBuffers];
-  const size_t count = queue_.gather(buffers);
+  const size_t count = queue_.gather(buffers, &in_flight_last_);
   if (auto started = send_.start({buffers, count}); !started) {
     fail(started.error());  // loop closing, or no submission room
     return;
@@ -188,7 +189,20 @@ void StreamWriter::drop_queue() noexcept {
 void StreamWriter::finish_writer(OutputSegment& segment, std::error_code error) noexcept {
   WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(segment).writer;
   writer.error_ = error;
+  writer.queued_ = false;
   loop_.schedule(writer.caller_);
+}
+
+void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
+  if (!writer.queued_) return;  // not waiting (any more)
+  const OutputSegment* in_flight_until = send_.in_flight() ? in_flight_last_ : nullptr;
+  if (queue_.remove(writer.segment_, in_flight_until)) {
+    finish_writer(writer.segment_, make_error_code(std::errc::operation_canceled));
+    if (queue_.empty()) loop_.cancel_timer(deadline_);
+    return;
+  }
+  // Its bytes are (partly) in the send in flight: the stream cannot lose them quietly.
+  fail(make_error_code(std::errc::operation_canceled));
 }
 
 void StreamWriter::wake_flush_waiter() noexcept {

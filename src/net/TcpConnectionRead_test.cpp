@@ -8,6 +8,7 @@
 // chunks is drained within one loop iteration, while the pause's cancel is still in flight),
 // and reports the total at EOF.
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <sys/socket.h>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/WithTimeout.h"
 #include "ucp/net/TcpServer.h"
 
 #include "LoopbackClient.h"
@@ -254,6 +256,65 @@ TEST_P(ReceivePauses, FinArrivingWhilePausedIsReadAfterEveryByte) {
   if (GetParam().provided_buffers > 0) {
     EXPECT_GT(server.report().pauses.load(), 0u);  // the pause path really ran
   }
+}
+
+// A read abandoned by its deadline leaves the connection intact: what arrives later is there
+// for the next read, in order.
+struct DeadlineReport {
+  std::atomic<int> first_error{0};
+  std::atomic<int> finished{0};
+};
+
+Task<> read_with_deadline_then_echo(TcpConnection& connection, ReadApi api,
+                                    DeadlineReport& report) {
+  std::array<std::byte, 64> buffer;
+  Result<size_t> first = size_t{0};
+  if (api == ReadApi::kReceive) {
+    auto data = co_await with_timeout(connection.receive(), 50ms);
+    first = data ? Result<size_t>(data->size()) : Result<size_t>(Unexpected{data.error()});
+  } else {
+    first = co_await with_timeout(connection.read(buffer), 50ms);
+  }
+  if (!first) report.first_error = first.error().value();
+  // The peer sends "ping" once told (by the deadline's effect: nothing) - just read on.
+  std::string got;
+  while (got.size() < 4) {
+    auto n = co_await connection.read(buffer);
+    if (!n || *n == 0) break;
+    got.append(reinterpret_cast<const char*>(buffer.data()), *n);
+  }
+  std::string reply = "got " + got + "\n";
+  (void)co_await connection.write(std::span<const char>(reply));
+  report.finished = 1;
+}
+
+TEST_P(ReceivePauses, AReadEndedByItsDeadlineLeavesTheConnectionReadable) {
+  DeadlineReport report;
+  ServerOptions server_options;
+  server_options.ip = "127.0.0.1";
+  server_options.port = 0;
+  server_options.read_timeout_ms = 10000;
+  LoopOptions loop;
+  loop.ring_entries = 256;
+  loop.provided_buffers_count = GetParam().provided_buffers;
+  const ReadApi api = GetParam().api;
+  TcpServer server(server_options, loop, [&report, api](TcpConnection& c) {
+    return read_with_deadline_then_echo(c, api, report);
+  });
+  ASSERT_EQ(server.start(), "");
+  std::thread runner([&] { server.run(); });
+  {
+    auto client = test::connect_loopback(server.local_address().port());
+    ASSERT_TRUE(client);
+    std::this_thread::sleep_for(150ms);  // past the 50 ms deadline
+    ASSERT_TRUE(test::send_all(client->get(), std::string("ping")));
+    std::string pending;
+    EXPECT_TRUE(expect_line(client->get(), pending, "got ping"));
+  }
+  server.stop();
+  runner.join();
+  EXPECT_EQ(report.first_error.load(), static_cast<int>(std::errc::timed_out));
+  EXPECT_EQ(report.finished.load(), 1);
 }
 
 }  // namespace

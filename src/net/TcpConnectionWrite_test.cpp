@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/WithTimeout.h"
 #include "ucp/memory/MemoryPool.h"
 #include "ucp/net/TcpServer.h"
 
@@ -533,6 +534,78 @@ TEST(TcpConnectionWrite, SlowButSteadyReaderIsNeverCutOffByTheWriteTimeout) {
   }
   EXPECT_EQ(all.size(), kStalledBytes);
   EXPECT_EQ(state.write_error.load(), 0);
+}
+
+// ---- cancelling writes ----
+
+struct CancelState {
+  std::atomic<int> queued_write_error{0};
+  std::atomic<bool> done{false};
+};
+
+constexpr size_t kBigWrite = 1 << 20;
+
+// A big write_all from a second coroutine fills the socket; a small write_all queued behind it
+// is abandoned by its deadline before any of its bytes reached a send: it leaves the queue
+// cleanly, and the connection goes on.
+Task<> big_write(TcpConnection& connection, bool& finished) {
+  std::string big = pattern(21, kBigWrite);
+  (void)co_await connection.write_all(std::span<const char>(big));
+  finished = true;
+}
+
+Task<> cancel_a_queued_write(TcpConnection& connection, CancelState& state) {
+  shrink_send_buffer(connection);
+  bool big_done = false;
+  connection.loop().spawn(big_write(connection, big_done));
+  co_await io::sleep_for(connection.loop(), 5ms);  // the big write is on its way and stuck
+  std::string never = "NEVER SENT";
+  auto r = co_await with_timeout(connection.write_all(std::span<const char>(never)), 50ms);
+  if (!r) state.queued_write_error = r.error().value();
+  std::string tail = "tail";
+  (void)co_await connection.write_all(std::span<const char>(tail));
+  while (!big_done) co_await io::sleep_for(connection.loop(), 1ms);
+  state.done = true;
+}
+
+TEST(TcpConnectionWrite, ACancelledWriteThatHasNotStartedLeavesTheStreamIntact) {
+  CancelState state;
+  WriteServer server([&state](TcpConnection& c) { return cancel_a_queued_write(c, state); },
+                     /*max_output_bytes=*/4194304);
+  UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
+  ASSERT_TRUE(client);
+  std::this_thread::sleep_for(200ms);  // the small write's deadline passes while nobody reads
+  Received received = receive_until_closed(client.get());
+  EXPECT_EQ(state.queued_write_error.load(), static_cast<int>(std::errc::timed_out));
+  ASSERT_EQ(received.data.size(), kBigWrite + 4);
+  EXPECT_TRUE(received.data.substr(0, kBigWrite) == pattern(21, kBigWrite));
+  EXPECT_EQ(received.data.substr(kBigWrite), "tail");
+  EXPECT_TRUE(state.done.load());
+}
+
+// A write already partly sent cannot be taken back without cutting the stream: cancelling it
+// fails the connection's output, and later writes report that.
+Task<> cancel_a_write_on_its_way(TcpConnection& connection, CancelState& state) {
+  shrink_send_buffer(connection);
+  std::string big = pattern(22, kBigWrite);
+  auto r = co_await with_timeout(connection.write_all(std::span<const char>(big)), 50ms);
+  if (!r) state.queued_write_error = r.error().value();
+  std::string more = "more";
+  auto later = co_await connection.write(std::span<const char>(more));
+  state.done = !later && later.error() == std::errc::operation_canceled;
+}
+
+TEST(TcpConnectionWrite, ACancelledWritePartlySentFailsTheOutput) {
+  CancelState state;
+  WriteServer server([&state](TcpConnection& c) { return cancel_a_write_on_its_way(c, state); },
+                     /*max_output_bytes=*/4194304);
+  UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(wait_until([&] { return state.queued_write_error.load() != 0; }));
+  EXPECT_EQ(state.queued_write_error.load(), static_cast<int>(std::errc::timed_out));
+  Received received = receive_until_closed(client.get());
+  EXPECT_LT(received.data.size(), kBigWrite);  // cut: never the whole write
+  EXPECT_TRUE(state.done.load());
 }
 
 // ---- graceful stop: buffered output is still delivered ----

@@ -73,6 +73,7 @@ class [[nodiscard]] Task {
     Task get_return_object() noexcept { return Task{Handle::from_promise(*this)}; }
   };
   using Handle = std::coroutine_handle<promise_type>;
+  using value_type = T;
 
   Task() noexcept = default;
   Task(Task&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}

@@ -28,6 +28,7 @@ class MultishotAccept {
   Result<void> await_resume() const noexcept { return void_from_cqe(last_error_); }
   /// Asks it to end (the awaiting coroutine resumes with operation_canceled).
   void cancel() noexcept;
+  EventLoop& loop() const noexcept { return loop_; }
 
  private:
   struct Accept : Operation {

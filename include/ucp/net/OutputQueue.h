@@ -68,8 +68,12 @@ class OutputQueue {
   /// stays linked until consume(), adopt_waiting() or clear() returns it.
   void append_borrowed(OutputSegment& segment) noexcept;
 
-  /// Fills `buffers` with the first unsent bytes, one per segment; returns how many.
-  size_t gather(std::span<iovec> buffers) const noexcept;
+  /// Fills `buffers` with the first unsent bytes, one per segment; returns how many, and
+  /// names the last segment gathered in `last` (when given).
+  size_t gather(std::span<iovec> buffers, const OutputSegment** last = nullptr) const noexcept;
+  /// Unlinks borrowed `segment` if none of its bytes has been sent and it comes after
+  /// `in_flight_last` (the last segment a send in flight covers; null: none). False otherwise.
+  bool remove(OutputSegment& segment, const OutputSegment* in_flight_last) noexcept;
   /// Drops `bytes` sent bytes from the front and frees emptied chunks. Returns the
   /// borrowed segments now fully sent, chained through `next`, oldest first.
   OutputSegment* consume(size_t bytes) noexcept;

@@ -53,6 +53,10 @@ class StreamReader {
     bool await_ready() const noexcept;
     bool await_suspend(std::coroutine_handle<> caller) noexcept;
     Result<size_t> await_resume() noexcept;
+    /// Ends this read early with operation_canceled (data that won the race is returned);
+    /// the connection goes on, and bytes that arrive later are there for the next read.
+    void cancel() noexcept;
+    EventLoop& loop() const noexcept { return reader_.loop_; }
 
    private:
     friend class StreamReader;

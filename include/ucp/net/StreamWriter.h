@@ -67,6 +67,11 @@ class StreamWriter {
     bool await_ready() noexcept;
     void await_suspend(std::coroutine_handle<> caller) noexcept;
     Result<void> await_resume() const noexcept;
+    /// Ends this write early with operation_canceled. A write none of whose bytes has reached
+    /// a send yet just leaves the queue; one already (partly) on its way cannot be taken back
+    /// without cutting the byte stream, so the connection's output fails instead.
+    void cancel() noexcept { writer_.cancel_writer(*this); }
+    EventLoop& loop() const noexcept { return writer_.loop_; }
 
    private:
     friend class StreamWriter;
@@ -79,6 +84,7 @@ class StreamWriter {
     std::coroutine_handle<> caller_;
     std::error_code error_;
     Mode mode_;
+    bool queued_ = false;  // suspended with its segment in the queue
   };
 
   WriteAwaiter write_all(std::span<const std::byte> data) noexcept {
@@ -128,6 +134,7 @@ class StreamWriter {
   void fail(std::error_code error) noexcept;
   void drop_queue() noexcept;
   void finish_writer(OutputSegment& segment, std::error_code error) noexcept;
+  void cancel_writer(WriteAwaiter& writer) noexcept;
   void arm_deadline() noexcept;
   void wake_flush_waiter() noexcept;
   static void on_send_complete(void* self, int32_t res) noexcept;
@@ -146,7 +153,9 @@ class StreamWriter {
   struct Deadline : io::TimerNode {
     StreamWriter* writer = nullptr;
   };
-  Deadline deadline_;                     // no byte taken for too long: the output fails
+  Deadline deadline_;  // no byte taken for too long: the output fails
+  // The last segment the send in flight covers (segments up to it may be read by the kernel).
+  const OutputSegment* in_flight_last_ = nullptr;
   std::coroutine_handle<> flush_waiter_;  // close() waiting for the queue to drain
   std::error_code error_;                 // the first failure; every later write gets it
   void* owner_;
