@@ -76,8 +76,8 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
       const size_t copied = std::min(input.size(), partial.max_size() - buffered);
       (void)partial.append(input.substr(0, copied));  // fits: partial never passes max_size
       http::Request request;
-      auto status = http::parse_request(partial.view(), max_request_bytes, max_request_bytes,
-                                        request);
+      auto status =
+          http::parse_request(partial.view(), max_request_bytes, max_request_bytes, request);
       if (status == http::ParseStatus::kIncomplete && copied < input.size()) {
         // A full buffer that still holds no whole request cannot be within the limits (the
         // parser reports 431 or 413 first); refuse it rather than stall.

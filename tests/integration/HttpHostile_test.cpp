@@ -228,8 +228,9 @@ TEST_F(HttpHostile, LargestLegalRequestWithPipelinedRequestsBehindItIsAnswered) 
   constexpr size_t kLimit = 65536;  // the default server.max_request_bytes
   ServerProcess server({"server.protocol=http", "event_loop.multishot_recv=false"});
   UCP_START_SERVER(server);
-  std::string head = "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: " +
-                     std::to_string(kLimit) + "\r\nX-Pad: ";
+  std::string head =
+      "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + std::to_string(kLimit) +
+      "\r\nX-Pad: ";
   head += std::string(kLimit - head.size() - 4, 'p') + "\r\n\r\n";
   ASSERT_EQ(head.size(), kLimit);
   const std::string request = head + std::string(kLimit, 'b');
@@ -273,8 +274,8 @@ TEST_F(HttpHostile, OversizedRequestBehindLegalOnesGetsItsStatusAfterTheirAnswer
 // Many pipelined requests sent in pieces of every size around the limit, each piece ending
 // inside a request: every request is answered, in order.
 TEST_F(HttpHostile, PipelinedRequestsSplitAnywhereAreAllAnswered) {
-  ServerProcess server({"server.protocol=http", "server.max_request_bytes=1024",
-                        "event_loop.multishot_recv=false"});
+  ServerProcess server(
+      {"server.protocol=http", "server.max_request_bytes=1024", "event_loop.multishot_recv=false"});
   UCP_START_SERVER(server);
   const std::string body(1000, 'x');
   std::string one = "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n";
