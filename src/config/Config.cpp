@@ -4,6 +4,7 @@
 // must name FILE:LINE and section.key; keys are typed with ranges; duplicates are refused;
 // and --set overrides go through exactly the same validation. docs/config.md says more.
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cerrno>
@@ -12,11 +13,16 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <memory>
 #include <string_view>
 #include <system_error>
+#include <thread>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ucp/base/UniqueFd.h"
 
 namespace ucp {
 namespace {
@@ -45,6 +51,21 @@ std::string quoted(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 2);
   return out.append(1, '"').append(text).append(1, '"');
+}
+
+// "512.0 MiB": bytes for people; the exact figure goes beside it where it matters.
+std::string human_bytes(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  return text;
 }
 
 std::string range_text(uint64_t min, uint64_t max) {
@@ -150,12 +171,15 @@ const std::vector<Key>& keys() {
       {"server", "name", string_key(kServer, &S::name, Empty::kRefused)},
       {"server", "ip",
        [](Config& config, std::string_view value) -> std::string {
-         in_addr address{};
-         if (value.empty()) return "empty value (expected an IPv4 address such as 0.0.0.0)";
-         if (inet_pton(AF_INET, std::string(value).c_str(), &address) != 1) {
-           return quoted(value) + " is not an IPv4 address (e.g. 0.0.0.0 or 127.0.0.1)";
+         if (value.empty()) return "empty value (expected an IP address such as 0.0.0.0 or ::)";
+         std::string text(value);
+         in6_addr address{};  // large enough for either family
+         if (inet_pton(AF_INET, text.c_str(), &address) != 1 &&
+             inet_pton(AF_INET6, text.c_str(), &address) != 1) {
+           return quoted(value) +
+                  " is not a numeric IPv4 or IPv6 address (e.g. 0.0.0.0, 127.0.0.1, :: or ::1)";
          }
-         config.server.ip = std::string(value);
+         config.server.ip = std::move(text);
          return {};
        }},
       {"server", "port", unsigned_key(kServer, &S::port, 0, 65535)},
@@ -232,10 +256,58 @@ bool is_section(std::string_view name) {
   return name == "server" || name == "event_loop" || name == "log";
 }
 
-// Fills one Config from ini text and then from overrides, throwing the first error.
+// The keys whose values decide the memory a server allocates at start (Config::startup_bytes).
+constexpr std::pair<std::string_view, std::string_view> kStartupMemoryKeys[] = {
+    {"server", "thread_num"},
+    {"event_loop", "multishot_recv"},
+    {"event_loop", "provided_buffers_count"},
+    {"event_loop", "provided_buffer_size"},
+    {"event_loop", "registered_buffers_count"},
+    {"event_loop", "registered_buffer_size"},
+    {"event_loop", "ring_entries"},
+    {"log", "async"},
+    {"log", "queue_capacity"},
+};
+constexpr std::pair<std::string_view, std::string_view> kConnectionMemoryKeys[] = {
+    {"server", "max_output_bytes"},
+    {"server", "max_request_bytes"},
+};
+
+// Fills one Config from ini text and then from overrides, throwing the first error; then
+// checks what the whole configuration asks of the machine.
 class Parser {
  public:
-  explicit Parser(Config& config) : config_(config) {}
+  Parser(Config& config, std::string_view source) : config_(config), source_(source) {}
+
+  void apply_overrides(const std::vector<std::string>& overrides) {
+    for (size_t i = 0; i < overrides.size(); ++i) apply_override(overrides[i], i + 1);
+  }
+
+  // Checks across keys, against the machine. A failure names the key set last among those
+  // involved (the one that tipped the total), at the line that set it.
+  void check_machine(const MachineLimits& machine) const {
+    if (machine.memory_bytes == 0) return;
+    const uint64_t budget = machine.memory_bytes / 2;
+    const std::string memory =
+        human_bytes(machine.memory_bytes) + " (" + std::to_string(machine.memory_bytes) + " bytes)";
+    const ServerConfig& server = config_.server;
+    const uint64_t per_connection =
+        server.max_output_bytes + 2 * uint64_t{server.max_request_bytes};
+    if (per_connection > budget) {
+      fail_across(kConnectionMemoryKeys,
+                  "one connection may hold max_output_bytes + 2 x max_request_bytes = " +
+                      human_bytes(per_connection) + " (" + std::to_string(per_connection) +
+                      " bytes), more than half of this machine's memory, " + memory +
+                      "; lower server.max_output_bytes or server.max_request_bytes");
+    }
+    const uint64_t total = config_.startup_bytes(machine);
+    if (total > budget) {
+      fail_across(kStartupMemoryKeys, "start-up memory " + describe_startup(machine) + " = " +
+                                          human_bytes(total) + " (" + std::to_string(total) +
+                                          " bytes) is more than half of this machine's memory, " +
+                                          memory + "; lower " + startup_knobs());
+    }
+  }
 
   void parse_text(std::string_view text, std::string_view origin) {
     origin_ = origin;
@@ -250,7 +322,7 @@ class Parser {
   }
 
   void apply_override(std::string_view text, size_t index) {
-    origin_ = "--set";
+    origin_ = kOverrideOrigin;
     auto equals = text.find('=');
     if (equals == std::string_view::npos) fail(index, "missing '=' in " + quoted(text));
     auto name = trim(text.substr(0, equals));
@@ -299,6 +371,65 @@ class Parser {
     apply(key, trim(line.substr(equals + 1)), line_number);
   }
 
+  // "1 worker x 16.5 MiB (4096 x 4096 B provided buffers, 4096-entry ring) + 16.0 MiB
+  // (65536-record log queue, accepting ring)"
+  std::string describe_startup(const MachineLimits& machine) const {
+    const EventLoopConfig& loop = config_.event_loop;
+    const uint32_t workers = config_.worker_count(machine);
+    std::string parts;
+    auto add = [&parts](const std::string& part) {
+      if (!parts.empty()) parts += ", ";
+      parts += part;
+    };
+    if (loop.multishot_recv) {
+      add(std::to_string(loop.provided_buffers_count) + " x " +
+          std::to_string(loop.provided_buffer_size) + " B provided buffers");
+    }
+    if (loop.registered_buffers_count > 0) {
+      add(std::to_string(loop.registered_buffers_count) + " x " +
+          std::to_string(loop.registered_buffer_size) + " B registered buffers");
+    }
+    add(std::to_string(loop.ring_entries) + "-entry ring");
+    std::string text = std::to_string(workers) + (workers == 1 ? " worker x " : " workers x ") +
+                       human_bytes(config_.worker_startup_bytes()) + " (" + parts + ") + " +
+                       human_bytes(config_.shared_startup_bytes()) + " (";
+    if (config_.log.async)
+      text += std::to_string(config_.log.queue_capacity) + "-record log queue, ";
+    return text + "accepting ring)";
+  }
+
+  // The keys worth lowering, in the order of the description.
+  std::string startup_knobs() const {
+    const EventLoopConfig& loop = config_.event_loop;
+    std::string knobs = "server.thread_num";
+    if (loop.multishot_recv) knobs += ", event_loop.provided_buffers_count, provided_buffer_size";
+    if (loop.registered_buffers_count > 0) {
+      knobs += ", event_loop.registered_buffers_count, registered_buffer_size";
+    }
+    knobs += ", event_loop.ring_entries";
+    if (config_.log.async) knobs += ", log.queue_capacity";
+    return knobs;
+  }
+
+  template <size_t N>
+  [[noreturn]] void fail_across(const std::pair<std::string_view, std::string_view> (&names)[N],
+                                const std::string& what) const {
+    const Key* last = nullptr;
+    for (const auto& [section, name] : names) {
+      for (const Key& key : keys()) {
+        if (key.section != section || key.name != name) continue;
+        auto it = set_at_.find(&key);
+        if (it != set_at_.end() && (last == nullptr || it->second.order > set_at_.at(last).order)) {
+          last = &key;
+        }
+      }
+    }
+    if (last == nullptr) throw ConfigError(std::string(source_) + ": " + what);  // all defaults
+    const SetAt& where = set_at_.at(last);
+    throw ConfigError(where.origin + ":" + std::to_string(where.line) + ": " +
+                      std::string(last->section) + "." + std::string(last->name) + ": " + what);
+  }
+
   const Key& find(std::string_view section, std::string_view name, size_t line_number) const {
     for (const Key& key : keys()) {
       if (key.section == section && key.name == name) return key;
@@ -311,67 +442,152 @@ class Parser {
       fail(line_number,
            std::string(key.section) + "." + std::string(key.name) + ": " + std::move(error));
     }
+    set_at_[&key] = SetAt{std::string(origin_), line_number, ++applied_};
   }
 
   [[noreturn]] void fail(size_t line_number, const std::string& what) const {
     throw ConfigError(std::string(origin_) + ":" + std::to_string(line_number) + ": " + what);
   }
 
+  static constexpr std::string_view kOverrideOrigin = "--set";
+
+  struct SetAt {
+    std::string origin;  // the file, or "--set"
+    size_t line = 0;     // of the file, or the override's number
+    size_t order = 0;    // later settings have higher numbers
+  };
+
   Config& config_;
+  std::string_view source_;  // the file (or "--set" with no file): names errors of defaults
   std::string_view origin_;
   std::string section_;                      // current [section]; empty before the first
   std::map<const Key*, size_t> first_line_;  // key -> line of the file that set it
+  std::map<const Key*, SetAt> set_at_;       // key -> where it was set last
+  size_t applied_ = 0;
 };
 
 std::string error_text(int error) {
   return std::error_code(error, std::system_category()).message();
 }
 
-struct FileCloser {
-  void operator()(std::FILE* file) const noexcept { std::fclose(file); }
-};
-
-std::string read_file(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) {
-    int error = errno;
-    throw ConfigError(path + ": cannot open: " + error_text(error));
-  }
-  std::string text;
-  char chunk[16384];
-  for (;;) {
-    size_t n = std::fread(chunk, 1, sizeof chunk, file.get());
-    text.append(chunk, n);
-    if (n < sizeof chunk) break;
-  }
-  if (std::ferror(file.get())) {
-    int error = errno;  // fread set it; capture before anything else can
-    throw ConfigError(path + ": cannot read: " + error_text(error));
-  }
-  return text;
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
 }
 
-void apply_overrides(Config& config, const std::vector<std::string>& overrides) {
-  Parser parser(config);
-  for (size_t i = 0; i < overrides.size(); ++i) parser.apply_override(overrides[i], i + 1);
+std::string too_large(const std::string& path, const std::string& size) {
+  return path + ": " + size + " bytes is larger than the " + std::to_string(Config::kMaxFileBytes) +
+         "-byte limit for a config file";
+}
+
+// Reads a config file whole, refusing anything that is not a regular file of sane size
+// before reading it: /dev/zero would otherwise be read until memory runs out, and a FIFO
+// would block the start for good.
+std::string read_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) throw ConfigError(path + ": cannot open: " + error_text(errno));
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0)
+    throw ConfigError(path + ": cannot read: " + error_text(errno));
+  if (!S_ISREG(info.st_mode)) {
+    throw ConfigError(path + ": not a regular file (" + file_kind(info.st_mode) +
+                      "); give the path of an ini file");
+  }
+  if (static_cast<uint64_t>(info.st_size) > Config::kMaxFileBytes) {
+    throw ConfigError(too_large(path, std::to_string(info.st_size)));
+  }
+  // One byte more than the limit: a file that grew since fstat is still caught.
+  std::string text(static_cast<size_t>(info.st_size) + 1, '\0');
+  size_t size = 0;
+  for (;;) {
+    if (size == text.size()) {
+      if (text.size() > Config::kMaxFileBytes)
+        throw ConfigError(too_large(path, "over " + std::to_string(Config::kMaxFileBytes)));
+      text.resize(std::min<size_t>(text.size() * 2, Config::kMaxFileBytes + 1));
+    }
+    ssize_t n = ::read(fd.get(), text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw ConfigError(path + ": cannot read: " + error_text(errno));
+    if (n == 0) break;
+    size += static_cast<size_t>(n);
+  }
+  text.resize(size);
+  return text;
 }
 
 }  // namespace
 
-Config Config::load(const std::string& path, const std::vector<std::string>& overrides) {
-  if (path.empty()) {
-    Config config;
-    apply_overrides(config, overrides);
-    return config;
+MachineLimits MachineLimits::current() {
+  MachineLimits machine;
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0) {
+    machine.memory_bytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
   }
-  return parse(read_file(path), path, overrides);
+  machine.cpus = std::max(1u, std::thread::hardware_concurrency());
+  return machine;
+}
+
+namespace {
+
+// What an io_uring maps per SQ entry: a 64-byte SQE, a 4-byte SQ index, and 4 CQEs of 16
+// bytes (the CQ has 4x the SQ's entries: src/io/IoUring.cpp).
+constexpr uint64_t kRingBytesPerEntry = 64 + 4 + 4 * 16;
+constexpr uint64_t kAcceptRingEntries = 1024;   // the accepting loop's ring is capped there
+constexpr uint64_t kBufferRingEntryBytes = 16;  // struct io_uring_buf, one per provided buffer
+
+}  // namespace
+
+uint32_t Config::worker_count(const MachineLimits& machine) const noexcept {
+  return server.thread_num == 0 ? machine.cpus : server.thread_num;
+}
+
+uint64_t Config::worker_startup_bytes() const noexcept {
+  uint64_t bytes = uint64_t{event_loop.ring_entries} * kRingBytesPerEntry;
+  if (event_loop.multishot_recv) {
+    bytes += uint64_t{event_loop.provided_buffers_count} *
+             (event_loop.provided_buffer_size + kBufferRingEntryBytes);
+  }
+  bytes += uint64_t{event_loop.registered_buffers_count} * event_loop.registered_buffer_size;
+  return bytes;
+}
+
+uint64_t Config::shared_startup_bytes() const noexcept {
+  uint64_t bytes =
+      std::min<uint64_t>(event_loop.ring_entries, kAcceptRingEntries) * kRingBytesPerEntry;
+  if (log.async) bytes += std::bit_ceil(uint64_t{log.queue_capacity}) * Logger::kQueueSlotBytes;
+  return bytes;
+}
+
+uint64_t Config::startup_bytes(const MachineLimits& machine) const noexcept {
+  return uint64_t{worker_count(machine)} * worker_startup_bytes() + shared_startup_bytes();
+}
+
+Config Config::load(const std::string& path, const std::vector<std::string>& overrides,
+                    const MachineLimits& machine) {
+  Config config;
+  Parser parser(config, path.empty() ? std::string_view("--set") : std::string_view(path));
+  if (!path.empty()) {
+    const std::string text = read_file(path);
+    parser.parse_text(text, path);
+  }
+  parser.apply_overrides(overrides);
+  parser.check_machine(machine);
+  return config;
 }
 
 Config Config::parse(const std::string& text, const std::string& origin,
-                     const std::vector<std::string>& overrides) {
+                     const std::vector<std::string>& overrides, const MachineLimits& machine) {
   Config config;
-  Parser(config).parse_text(text, origin);
-  apply_overrides(config, overrides);
+  Parser parser(config, origin);
+  parser.parse_text(text, origin);
+  parser.apply_overrides(overrides);
+  parser.check_machine(machine);
   return config;
 }
 

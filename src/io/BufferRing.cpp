@@ -5,6 +5,8 @@
 
 #include <sys/mman.h>
 
+#include "IoUring.h"
+
 namespace ucp::io {
 
 Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t count,
@@ -14,10 +16,19 @@ Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t 
   self->count_ = std::bit_ceil(std::max<uint32_t>(count, 1));
   self->buffer_size_ = buffer_size;
   self->group_id_ = group_id;
+  // The buffers first: they are what can fail for want of memory. Anonymous pages are
+  // zero-filled on first touch, so nothing is committed here (no MAP_NORESERVE: a mapping the
+  // overcommit policy refuses should fail now, not in the kernel's receive later).
+  self->storage_bytes_ = size_t{self->count_} * buffer_size;
+  void* storage = ::mmap(nullptr, self->storage_bytes_, PROT_READ | PROT_WRITE,
+                         MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  if (storage == MAP_FAILED) return Unexpected{make_error_code(SetupError::kProvidedBuffers)};
+  self->storage_ = static_cast<std::byte*>(storage);
+
   self->mapped_bytes_ = self->count_ * sizeof(io_uring_buf);
   void* mapped = ::mmap(nullptr, self->mapped_bytes_, PROT_READ | PROT_WRITE,
                         MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-  if (mapped == MAP_FAILED) return Unexpected{error_from_errno(errno)};
+  if (mapped == MAP_FAILED) return Unexpected{make_error_code(SetupError::kProvidedBuffers)};
   self->buf_ring_ = static_cast<io_uring_buf_ring*>(mapped);
 
   io_uring_buf_reg registration{};
@@ -29,7 +40,6 @@ Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t 
     self->buf_ring_ = nullptr;
     return Unexpected{error_from_errno(-ret)};
   }
-  self->storage_ = std::make_unique<std::byte[]>(size_t{self->count_} * buffer_size);
   io_uring_buf_ring_init(self->buf_ring_);
   int mask = io_uring_buf_ring_mask(self->count_);
   for (uint32_t id = 0; id < self->count_; ++id) {
@@ -41,9 +51,11 @@ Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t 
 }
 
 BufferRing::~BufferRing() {
-  if (buf_ring_ == nullptr) return;
-  io_uring_unregister_buf_ring(ring_, group_id_);
-  ::munmap(buf_ring_, mapped_bytes_);
+  if (buf_ring_ != nullptr) {
+    io_uring_unregister_buf_ring(ring_, group_id_);
+    ::munmap(buf_ring_, mapped_bytes_);
+  }
+  if (storage_ != nullptr) ::munmap(storage_, storage_bytes_);
 }
 
 void BufferRing::recycle(uint16_t id) noexcept {

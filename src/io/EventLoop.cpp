@@ -81,6 +81,8 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
       if (buffers) {
         loop->buffer_ring_ = std::move(*buffers);
         const_cast<IoFeatures&>(loop->ring_->features()).provided_buffer_ring = true;
+      } else if (buffers.error() == io::SetupError::kProvidedBuffers) {
+        return Unexpected{buffers.error()};  // asked-for memory the process cannot have: fatal
       } else {
         notes += "multishot_recv: cannot register a provided buffer ring (" +
                  buffers.error().message() + "); using one recv per read\n";

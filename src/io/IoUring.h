@@ -10,6 +10,8 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <type_traits>
 
 #include <liburing.h>
 
@@ -19,6 +21,16 @@
 #include "ucp/io/IoContext.h"
 
 namespace ucp::io {
+
+/// A loop's own start-up allocation that failed, told apart from the kernel's errors (a ring
+/// over RLIMIT_MEMLOCK is ENOMEM too) so that describe_setup_error can name the key to lower.
+enum class SetupError : int {
+  kProvidedBuffers = 1,  // the provided buffers (or their ring) could not be mapped
+};
+const std::error_category& setup_error_category() noexcept;
+inline std::error_code make_error_code(SetupError error) noexcept {
+  return {static_cast<int>(error), setup_error_category()};
+}
 
 class IoUring {
  public:
@@ -104,3 +116,6 @@ std::string describe_registration_error(std::error_code error, uint32_t count, u
 std::string describe_setup_error(std::error_code error, const LoopOptions& options);
 
 }  // namespace ucp::io
+
+template <>
+struct std::is_error_code_enum<ucp::io::SetupError> : std::true_type {};

@@ -32,6 +32,7 @@ struct LogRecord {
   std::string_view bytes() const noexcept { return {heap ? heap.get() : inline_bytes, size}; }
 };
 
-static_assert(sizeof(LogRecord) + sizeof(uint64_t) <= 256, "a queue cell should stay 4 lines");
+static_assert(sizeof(LogRecord) + sizeof(uint64_t) <= Logger::kQueueSlotBytes,
+              "a queue cell should stay 4 lines (and what Logger::kQueueSlotBytes says)");
 
 }  // namespace ucp::log_detail

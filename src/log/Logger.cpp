@@ -1,6 +1,7 @@
 #include "ucp/log/Logger.h"
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,8 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include <pthread.h>
@@ -443,8 +446,14 @@ std::string Logger::init(const LogOptions& options) {
   retire_locked();  // a second init replaces the first
   try {
     g_current = std::make_unique<Backend>(options, std::move(file), std::move(console));
-  } catch (const std::exception& e) {  // bad_alloc for the queue, system_error for the thread
-    return std::string("cannot start the logger: ") + e.what();
+  } catch (const std::bad_alloc&) {  // the queue is allocated (and touched) whole, here
+    const uint64_t slots = std::bit_ceil(uint64_t{options.queue_capacity});
+    return fmt::format(
+        "log.queue_capacity: cannot allocate the log queue, {} records x {} B = {} bytes: out "
+        "of memory or address space; lower log.queue_capacity",
+        slots, kQueueSlotBytes, slots * kQueueSlotBytes);
+  } catch (const std::system_error& e) {
+    return std::string("cannot start the logger's thread: ") + e.what();
   }
   set_level(options.level);
   g_backend.store(g_current.get(), std::memory_order_release);

@@ -76,6 +76,9 @@ class Logger {
   /// built on the caller's stack and copied into its queue slot; a longer message takes one
   /// heap buffer.
   static constexpr size_t kInlineMessageSize = 200;
+  /// Bytes one record takes in the queue (allocated, and touched, at init for every slot of
+  /// queue_capacity rounded up to a power of two).
+  static constexpr size_t kQueueSlotBytes = 256;
 
   template <class... Args>
   static void log(LogLevel level, const char* file, int line, fmt::format_string<Args...> format,
