@@ -1,17 +1,12 @@
 // bin/proactor_test [CONFIG] [--set section.key=value]...
 // Exit codes: 0 clean stop, 1 start-up failure, 2 bad usage or config.
 
-#include <csignal>
 #include <cstdio>
 #include <new>
 #include <string>
 #include <vector>
 
-#include <sys/signalfd.h>
-#include <unistd.h>
-
 #include "ucp/config/Config.h"
-#include "ucp/io/Operations.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/TcpServer.h"
 
@@ -54,18 +49,6 @@ ucp::ServerOptions server_options_from(const ucp::ServerConfig& c,
   options.msg_ring_handoff = loop.msg_ring_handoff;  // a server choice kept in [event_loop]
   options.max_output_bytes = c.max_output_bytes;
   return options;
-}
-
-// Waits on a signalfd through the main ring: SIGINT/SIGTERM start a graceful stop.
-ucp::Task<> watch_signals(ucp::TcpServer& server, int signal_fd) {
-  signalfd_siginfo info{};
-  auto n = co_await ucp::io::read(server.main_loop(), signal_fd,
-                                  std::as_writable_bytes(std::span(&info, 1)));
-  if (n && *n == sizeof info) {
-    LOG_INFO("signal {} (SIG{}) received: stopping", info.ssi_signo,
-             sigabbrev_np(static_cast<int>(info.ssi_signo)));
-    server.stop();
-  }
 }
 
 int serve(int argc, char** argv) {
@@ -129,7 +112,7 @@ int serve(int argc, char** argv) {
     handler = [](ucp::TcpConnection& c) { return ucp::app::echo(c); };
   }
 
-  // Until the main loop runs, a thread of its own answers SIGINT/SIGTERM.
+  // Until the main loop runs, a thread of its own reads the signals.
   ucp::app::StartupSignalWatch startup_signals(signal_fd.get());
   const auto machine = ucp::MachineLimits::current();
   LOG_INFO(
@@ -155,7 +138,8 @@ int serve(int argc, char** argv) {
   }
   LOG_INFO("{} ({}) io_uring: {}", config.server.name, config.server.protocol,
            server.main_loop().features().describe());
-  server.main_loop().spawn(watch_signals(server, signal_fd.get()));
+  ucp::app::ConfigReloader reloader(config_path, overrides, config);
+  server.main_loop().spawn(ucp::app::watch_signals(server, signal_fd.get(), reloader));
   LOG_INFO("listening on {}", server.local_address().to_string());
   server.run();
   LOG_INFO("stopped cleanly");

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -75,12 +76,33 @@ std::string range_text(uint64_t min, uint64_t max) {
 
 // Stores a key's value into the Config, or returns what is wrong with it (empty: fine).
 using Apply = std::function<std::string(Config&, std::string_view value)>;
+// The key's value in a Config, as the file would spell it.
+using Show = std::function<std::string(const Config&)>;
 
 struct Key {
   std::string_view section;
   std::string_view name;
   Apply apply;
+  Show show;
 };
+
+template <class Section, class T>
+Show shown(Section Config::*section, T Section::*field) {
+  return [=](const Config& config) -> std::string {
+    const T& value = (config.*section).*field;
+    if constexpr (std::is_same_v<T, bool>) {
+      return value ? "true" : "false";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      return value;
+    } else if constexpr (std::is_same_v<T, LogLevel>) {
+      return std::string(to_string(value));
+    } else if constexpr (std::is_same_v<T, QueueFullPolicy>) {
+      return value == QueueFullPolicy::kBlock ? "block" : "drop";
+    } else {
+      return std::to_string(value);
+    }
+  };
+}
 
 enum class Shape : uint8_t { kAny, kPowerOfTwo };
 
@@ -168,7 +190,7 @@ const std::vector<Key>& keys() {
   constexpr auto kLog = &Config::log;
   constexpr auto kPow2 = Shape::kPowerOfTwo;
   static const std::vector<Key> table = {
-      {"server", "name", string_key(kServer, &S::name, Empty::kRefused)},
+      {"server", "name", string_key(kServer, &S::name, Empty::kRefused), shown(kServer, &S::name)},
       {"server", "ip",
        [](Config& config, std::string_view value) -> std::string {
          if (value.empty()) return "empty value (expected an IP address such as 0.0.0.0 or ::)";
@@ -181,10 +203,13 @@ const std::vector<Key>& keys() {
          }
          config.server.ip = std::move(text);
          return {};
-       }},
-      {"server", "port", unsigned_key(kServer, &S::port, 0, 65535)},
-      {"server", "thread_num", unsigned_key(kServer, &S::thread_num, 0, 1024)},
-      {"server", "read_timeout_ms", unsigned_key(kServer, &S::read_timeout_ms, 0, 86400000)},
+       },
+       shown(kServer, &S::ip)},
+      {"server", "port", unsigned_key(kServer, &S::port, 0, 65535), shown(kServer, &S::port)},
+      {"server", "thread_num", unsigned_key(kServer, &S::thread_num, 0, 1024),
+       shown(kServer, &S::thread_num)},
+      {"server", "read_timeout_ms", unsigned_key(kServer, &S::read_timeout_ms, 0, 86400000),
+       shown(kServer, &S::read_timeout_ms)},
       {"server", "protocol",
        [](Config& config, std::string_view value) -> std::string {
          if (value != "echo" && value != "http") {
@@ -192,32 +217,50 @@ const std::vector<Key>& keys() {
          }
          config.server.protocol = std::string(value);
          return {};
-       }},
-      {"server", "max_connections", unsigned_key(kServer, &S::max_connections, 1, 16777216)},
-      {"server", "backlog", unsigned_key(kServer, &S::backlog, 1, 65535)},
-      {"server", "reuse_port", bool_key(kServer, &S::reuse_port)},
-      {"server", "tcp_nodelay", bool_key(kServer, &S::tcp_nodelay)},
-      {"server", "shutdown_timeout_ms", unsigned_key(kServer, &S::shutdown_timeout_ms, 0, 3600000)},
-      {"server", "max_output_bytes", unsigned_key(kServer, &S::max_output_bytes, 1024, 4294967296)},
-      {"server", "max_request_bytes", unsigned_key(kServer, &S::max_request_bytes, 1024, 16777216)},
+       },
+       shown(kServer, &S::protocol)},
+      {"server", "max_connections", unsigned_key(kServer, &S::max_connections, 1, 16777216),
+       shown(kServer, &S::max_connections)},
+      {"server", "backlog", unsigned_key(kServer, &S::backlog, 1, 65535),
+       shown(kServer, &S::backlog)},
+      {"server", "reuse_port", bool_key(kServer, &S::reuse_port), shown(kServer, &S::reuse_port)},
+      {"server", "tcp_nodelay", bool_key(kServer, &S::tcp_nodelay),
+       shown(kServer, &S::tcp_nodelay)},
+      {"server", "shutdown_timeout_ms", unsigned_key(kServer, &S::shutdown_timeout_ms, 0, 3600000),
+       shown(kServer, &S::shutdown_timeout_ms)},
+      {"server", "max_output_bytes", unsigned_key(kServer, &S::max_output_bytes, 1024, 4294967296),
+       shown(kServer, &S::max_output_bytes)},
+      {"server", "max_request_bytes", unsigned_key(kServer, &S::max_request_bytes, 1024, 16777216),
+       shown(kServer, &S::max_request_bytes)},
 
-      {"event_loop", "ring_entries", unsigned_key(kLoop, &E::ring_entries, 8, 32768, kPow2)},
-      {"event_loop", "sqpoll", bool_key(kLoop, &E::sqpoll)},
-      {"event_loop", "sqpoll_idle_ms", unsigned_key(kLoop, &E::sqpoll_idle_ms, 0, 60000)},
+      {"event_loop", "ring_entries", unsigned_key(kLoop, &E::ring_entries, 8, 32768, kPow2),
+       shown(kLoop, &E::ring_entries)},
+      {"event_loop", "sqpoll", bool_key(kLoop, &E::sqpoll), shown(kLoop, &E::sqpoll)},
+      {"event_loop", "sqpoll_idle_ms", unsigned_key(kLoop, &E::sqpoll_idle_ms, 0, 60000),
+       shown(kLoop, &E::sqpoll_idle_ms)},
       {"event_loop", "registered_buffers_count",
-       unsigned_key(kLoop, &E::registered_buffers_count, 0, 16384)},
+       unsigned_key(kLoop, &E::registered_buffers_count, 0, 16384),
+       shown(kLoop, &E::registered_buffers_count)},
       {"event_loop", "registered_buffer_size",
-       unsigned_key(kLoop, &E::registered_buffer_size, 64, 1048576)},
+       unsigned_key(kLoop, &E::registered_buffer_size, 64, 1048576),
+       shown(kLoop, &E::registered_buffer_size)},
       {"event_loop", "pending_queue_capacity",
-       unsigned_key(kLoop, &E::pending_queue_capacity, 0, 16777216)},
-      {"event_loop", "multishot_recv", bool_key(kLoop, &E::multishot_recv)},
+       unsigned_key(kLoop, &E::pending_queue_capacity, 0, 16777216),
+       shown(kLoop, &E::pending_queue_capacity)},
+      {"event_loop", "multishot_recv", bool_key(kLoop, &E::multishot_recv),
+       shown(kLoop, &E::multishot_recv)},
       {"event_loop", "provided_buffers_count",
-       unsigned_key(kLoop, &E::provided_buffers_count, 1, 32768, kPow2)},
+       unsigned_key(kLoop, &E::provided_buffers_count, 1, 32768, kPow2),
+       shown(kLoop, &E::provided_buffers_count)},
       {"event_loop", "provided_buffer_size",
-       unsigned_key(kLoop, &E::provided_buffer_size, 64, 1048576)},
-      {"event_loop", "defer_taskrun", bool_key(kLoop, &E::defer_taskrun)},
-      {"event_loop", "cqe_batch", unsigned_key(kLoop, &E::cqe_batch, 0, 65536)},
-      {"event_loop", "msg_ring_handoff", bool_key(kLoop, &E::msg_ring_handoff)},
+       unsigned_key(kLoop, &E::provided_buffer_size, 64, 1048576),
+       shown(kLoop, &E::provided_buffer_size)},
+      {"event_loop", "defer_taskrun", bool_key(kLoop, &E::defer_taskrun),
+       shown(kLoop, &E::defer_taskrun)},
+      {"event_loop", "cqe_batch", unsigned_key(kLoop, &E::cqe_batch, 0, 65536),
+       shown(kLoop, &E::cqe_batch)},
+      {"event_loop", "msg_ring_handoff", bool_key(kLoop, &E::msg_ring_handoff),
+       shown(kLoop, &E::msg_ring_handoff)},
 
       {"log", "level",
        [](Config& config, std::string_view value) -> std::string {
@@ -228,15 +271,19 @@ const std::vector<Key>& keys() {
          }
          config.log.level = *level;
          return {};
-       }},
-      {"log", "file", string_key(kLog, &L::file, Empty::kAllowed)},
-      {"log", "max_size", unsigned_key(kLog, &L::max_size, 0, 1099511627776)},
-      {"log", "max_files", unsigned_key(kLog, &L::max_files, 0, 1000)},
-      {"log", "daily", bool_key(kLog, &L::daily)},
-      {"log", "async", bool_key(kLog, &L::async)},
-      {"log", "console", bool_key(kLog, &L::console)},
-      {"log", "flush_interval_ms", unsigned_key(kLog, &L::flush_interval_ms, 1, 60000)},
-      {"log", "queue_capacity", unsigned_key(kLog, &L::queue_capacity, 16, 16777216)},
+       },
+       shown(kLog, &L::level)},
+      {"log", "file", string_key(kLog, &L::file, Empty::kAllowed), shown(kLog, &L::file)},
+      {"log", "max_size", unsigned_key(kLog, &L::max_size, 0, 1099511627776),
+       shown(kLog, &L::max_size)},
+      {"log", "max_files", unsigned_key(kLog, &L::max_files, 0, 1000), shown(kLog, &L::max_files)},
+      {"log", "daily", bool_key(kLog, &L::daily), shown(kLog, &L::daily)},
+      {"log", "async", bool_key(kLog, &L::async), shown(kLog, &L::async)},
+      {"log", "console", bool_key(kLog, &L::console), shown(kLog, &L::console)},
+      {"log", "flush_interval_ms", unsigned_key(kLog, &L::flush_interval_ms, 1, 60000),
+       shown(kLog, &L::flush_interval_ms)},
+      {"log", "queue_capacity", unsigned_key(kLog, &L::queue_capacity, 16, 16777216),
+       shown(kLog, &L::queue_capacity)},
       {"log", "queue_full_policy",
        [](Config& config, std::string_view value) -> std::string {
          if (value == "block") {
@@ -247,7 +294,8 @@ const std::vector<Key>& keys() {
            return quoted(value) + " is not a policy (use block or drop)";
          }
          return {};
-       }},
+       },
+       shown(kLog, &L::queue_full_policy)},
   };
   return table;
 }
@@ -542,6 +590,18 @@ constexpr uint64_t kAcceptRingEntries = 1024;   // the accepting loop's ring is 
 constexpr uint64_t kBufferRingEntryBytes = 16;  // struct io_uring_buf, one per provided buffer
 
 }  // namespace
+
+std::vector<ConfigChange> Config::changes(const Config& from, const Config& to) {
+  std::vector<ConfigChange> out;
+  for (const Key& key : keys()) {
+    std::string before = key.show(from);
+    std::string after = key.show(to);
+    if (before == after) continue;
+    out.push_back({std::string(key.section) + "." + std::string(key.name), std::move(before),
+                   std::move(after)});
+  }
+  return out;
+}
 
 uint32_t Config::worker_count(const MachineLimits& machine) const noexcept {
   return server.thread_num == 0 ? machine.cpus : server.thread_num;

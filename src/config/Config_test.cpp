@@ -214,6 +214,7 @@ multishot_recv = off
 provided_buffers_count = 1
 provided_buffer_size = 1048576
 defer_taskrun = false
+cqe_batch = 7
 msg_ring_handoff = true
 [log]
 level = trace
@@ -253,6 +254,7 @@ queue_full_policy = drop
   EXPECT_EQ(e.provided_buffers_count, 1u);
   EXPECT_EQ(e.provided_buffer_size, 1048576u);
   EXPECT_FALSE(e.defer_taskrun);
+  EXPECT_EQ(e.cqe_batch, 7u);
   EXPECT_TRUE(e.msg_ring_handoff);
   const LogOptions& l = config.log;
   EXPECT_EQ(l.level, LogLevel::kTrace);
@@ -265,6 +267,28 @@ queue_full_policy = drop
   EXPECT_EQ(l.flush_interval_ms, 1u);
   EXPECT_EQ(l.queue_capacity, 16u);
   EXPECT_EQ(l.queue_full_policy, QueueFullPolicy::kDrop);
+  // Every key differs from its default here, so every key is listed as a change.
+  EXPECT_EQ(Config::changes(Config{}, config).size(), 35u);
+}
+
+TEST(Config, ChangesListEachDifferingKeyWithBothValues) {
+  EXPECT_TRUE(Config::changes(Config{}, Config{}).empty());
+  Config before;
+  Config after =
+      Config::parse("[log]\nlevel = warn\n[server]\nip = ::1\nreuse_port = yes\n", "ucp.conf");
+  after.log.queue_full_policy = QueueFullPolicy::kDrop;
+  auto changes = Config::changes(before, after);
+  ASSERT_EQ(changes.size(), 4u);
+  EXPECT_EQ(changes[0].key, "server.ip");
+  EXPECT_EQ(changes[0].from, "0.0.0.0");
+  EXPECT_EQ(changes[0].to, "::1");
+  EXPECT_EQ(changes[1].key, "server.reuse_port");
+  EXPECT_EQ(changes[1].to, "true");
+  EXPECT_EQ(changes[2].key, "log.level");
+  EXPECT_EQ(changes[2].from, "INFO");
+  EXPECT_EQ(changes[2].to, "WARN");
+  EXPECT_EQ(changes[3].key, "log.queue_full_policy");
+  EXPECT_EQ(changes[3].to, "drop");
 }
 
 TEST(Config, InlineCommentsEndTheValue) {

@@ -110,6 +110,9 @@ class Sinks {
   void flush_console() {
     if (console_) console_->flush();
   }
+  void reopen() {
+    if (file_) file_->reopen_path();
+  }
   bool file_has_buffered() const noexcept { return file_ && file_->has_buffered(); }
   // Writes what is left and closes the file (a reader waiting for EOF gets it now).
   void close() {
@@ -206,6 +209,25 @@ class Backend {
     }
   }
 
+  // Any thread. Async: queues a reopen request behind every record logged so far (it is never
+  // dropped, whatever the queue-full policy); sync: reopens at once under the writer's lock.
+  void reopen() {
+    if (finished_.load(std::memory_order_acquire)) return;
+    if (!options_.async) {
+      std::lock_guard lock(sync_mutex_);
+      sinks_.reopen();
+      return;
+    }
+    auto fill = [](LogRecord& record) noexcept {
+      record.format = &log_detail::reopen_request;
+      record.size = 0;
+      record.file = __FILE__;
+    };
+    size_t position = 0;
+    if (!queue_.try_push_with(fill, &position)) push_waiting(fill, position);
+    wake_consumer();
+  }
+
   // The thread that calls it: drains the queue, writes everything, joins the thread.
   void stop() {
     if (thread_.joinable()) {
@@ -267,6 +289,10 @@ class Backend {
       size_t popped = 0;
       bool urgent = false;
       while (popped < kMaxBatch && queue_.try_pop_with([&](LogRecord& record) {
+        if (record.format == &log_detail::reopen_request) {
+          sinks_.reopen();
+          return;
+        }
         sinks_.emit(record.time_ns, record.level, record.tid, record.file, record.line,
                     record.bytes(), record.format);
         urgent = urgent || record.level >= LogLevel::kError;
@@ -470,6 +496,11 @@ void Logger::shutdown() noexcept {
 }
 
 uint64_t Logger::dropped() noexcept { return g_dropped_total.load(std::memory_order_relaxed); }
+
+void Logger::reopen() {
+  Backend* backend = g_backend.load(std::memory_order_acquire);
+  if (backend != nullptr) backend->reopen();
+}
 
 namespace {
 

@@ -310,6 +310,18 @@ class ServerProcess {
   }
   /// Threads in the process (/proc/PID/status "Threads:"), or -1.
   int64_t thread_count() const { return status_field("Threads:"); }
+  /// True while `signal` waits to be taken (blocked and pending: /proc/PID/status ShdPnd or
+  /// SigPnd); a server that reads signals from a signalfd clears it when it reads.
+  bool signal_pending(int signal) const {
+    const uint64_t bit = uint64_t{1} << (signal - 1);
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0) {
+        if (std::strtoull(line.c_str() + 7, nullptr, 16) & bit) return true;
+      }
+    }
+    return false;
+  }
 
  private:
   bool fail(std::string why) {

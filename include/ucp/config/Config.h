@@ -75,6 +75,13 @@ struct MachineLimits {
   static MachineLimits current();
 };
 
+/// One key whose value differs between two configurations (Config::changes).
+struct ConfigChange {
+  std::string key;  // "section.key"
+  std::string from;
+  std::string to;  // values as a config file spells them
+};
+
 /// The whole configuration, a plain value: build it once on the main thread, then copy or
 /// read it from anywhere. Nothing here is synchronized.
 struct Config {
@@ -96,6 +103,9 @@ struct Config {
   static Config parse(const std::string& text, const std::string& origin,
                       const std::vector<std::string>& overrides = {},
                       const MachineLimits& machine = MachineLimits::current());
+
+  /// The keys whose values differ from `from` to `to`, in the order of docs/config.md.
+  static std::vector<ConfigChange> changes(const Config& from, const Config& to);
 
   /// Worker loops the server runs: server.thread_num, or one per CPU when it is 0.
   uint32_t worker_count(const MachineLimits& machine) const noexcept;
