@@ -419,7 +419,7 @@ class Parser {
     apply(key, trim(line.substr(equals + 1)), line_number);
   }
 
-  // "1 worker x 16.5 MiB (4096 x 4096 B provided buffers, 4096-entry ring) + 16.0 MiB
+  // "1 worker x 16.6 MiB (4096 x 4096 B provided buffers, 4096-entry ring) + 16.1 MiB
   // (65536-record log queue, accepting ring)"
   std::string describe_startup(const MachineLimits& machine) const {
     const EventLoopConfig& loop = config_.event_loop;
@@ -441,8 +441,9 @@ class Parser {
     std::string text = std::to_string(workers) + (workers == 1 ? " worker x " : " workers x ") +
                        human_bytes(config_.worker_startup_bytes()) + " (" + parts + ") + " +
                        human_bytes(config_.shared_startup_bytes()) + " (";
-    if (config_.log.async)
+    if (config_.log.async) {
       text += std::to_string(config_.log.queue_capacity) + "-record log queue, ";
+    }
     return text + "accepting ring)";
   }
 
@@ -524,7 +525,7 @@ std::string file_kind(mode_t mode) {
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISSOCK(mode)) return "a socket";
-  return "not a file";
+  return "not a file or directory";
 }
 
 std::string too_large(const std::string& path, const std::string& size) {
@@ -540,8 +541,9 @@ std::string read_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd) throw ConfigError(path + ": cannot open: " + error_text(errno));
   struct stat info {};
-  if (::fstat(fd.get(), &info) != 0)
+  if (::fstat(fd.get(), &info) != 0) {
     throw ConfigError(path + ": cannot read: " + error_text(errno));
+  }
   if (!S_ISREG(info.st_mode)) {
     throw ConfigError(path + ": not a regular file (" + file_kind(info.st_mode) +
                       "); give the path of an ini file");
@@ -554,8 +556,9 @@ std::string read_file(const std::string& path) {
   size_t size = 0;
   for (;;) {
     if (size == text.size()) {
-      if (text.size() > Config::kMaxFileBytes)
+      if (text.size() > Config::kMaxFileBytes) {
         throw ConfigError(too_large(path, "over " + std::to_string(Config::kMaxFileBytes)));
+      }
       text.resize(std::min<size_t>(text.size() * 2, Config::kMaxFileBytes + 1));
     }
     ssize_t n = ::read(fd.get(), text.data() + size, text.size() - size);

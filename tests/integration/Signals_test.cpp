@@ -9,12 +9,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "LoopbackClient.h"
@@ -140,6 +144,35 @@ TEST_F(Signals, HangupRereadsTheConfigAppliesTheLogLevelAndReportsTheRest) {
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
+/// The send and receive queues (bytes) of the IPv4 loopback socket from `local_port` to
+/// `remote_port`, as /proc/net/tcp shows them; nothing if there is no such socket.
+std::optional<std::pair<uint64_t, uint64_t>> socket_queues(uint16_t local_port,
+                                                           uint16_t remote_port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues;
+    if (!(fields >> slot >> local >> remote >> state >> queues)) continue;
+    auto port_of = [](const std::string& address) {
+      return static_cast<uint16_t>(std::stoul(address.substr(address.find(':') + 1), nullptr, 16));
+    };
+    if (port_of(local) != local_port || port_of(remote) != remote_port) continue;
+    const size_t colon = queues.find(':');
+    return std::pair{std::stoull(queues.substr(0, colon), nullptr, 16),
+                     std::stoull(queues.substr(colon + 1), nullptr, 16)};
+  }
+  return std::nullopt;
+}
+
+uint16_t local_port_of(int fd) {
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  return ntohs(address.sin_port);
+}
+
 // A graceful stop waits for a connection whose peer never reads what the server writes, up to
 // shutdown_timeout_ms (here a minute). The second SIGTERM cancels it at once: exit 0, and the
 // log has the last line.
@@ -149,16 +182,24 @@ TEST_F(Signals, SecondSigtermDuringAGracefulStopStopsAtOnce) {
   auto fd = connect_loopback(server.port());
   ASSERT_TRUE(fd);
   set_receive_buffer(fd->get(), 4096);
-  // Echo data the client never reads, until both sides' socket buffers are full: the
-  // server's write_all is stuck, and the graceful stop has to wait for it.
+  // Echo data the client never reads until the server cannot go on: its write_all is stuck
+  // with both sides' buffers full, and the graceful stop has to wait for it. Stuck means the
+  // server's socket holds unread bytes and unsent bytes, and neither figure moves (a server
+  // still catching up would read, and its read would end with the stop).
   std::vector<char> chunk(64 * 1024, 'x');
-  size_t sent = 0;
-  for (int i = 0; i < 1000; ++i) {
-    auto n = send_all(fd->get(), chunk, 200);
-    if (!n) break;
-    sent += chunk.size();
+  for (int i = 0; i < 1000 && send_all(fd->get(), chunk, 200); ++i) {
   }
-  ASSERT_GT(sent, 0u);
+  const uint16_t client_port = local_port_of(fd->get());
+  std::pair<uint64_t, uint64_t> last{0, 0};
+  int unchanged = 0;
+  for (int i = 0; i < 500 && unchanged < 5; ++i) {
+    std::this_thread::sleep_for(20ms);
+    const auto now = socket_queues(server.port(), client_port).value_or(std::pair{0, 0});
+    const bool stuck = now.first > 0 && now.second > 0;
+    unchanged = stuck && now == last ? unchanged + 1 : 0;
+    last = now;
+  }
+  ASSERT_EQ(unchanged, 5) << "the server's socket never settled with unread and unsent bytes";
   server.send_signal(SIGTERM);
   ASSERT_TRUE(server.wait_for_output("shutting down: 1 connections open", 5000))
       << server.output_tail();
