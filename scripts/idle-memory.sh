@@ -70,9 +70,11 @@ for server in $SERVERS; do
     ss -Hltn "sport = :$port" 2>/dev/null | grep -q LISTEN && break
     sleep 0.05
   done
-  # Warm-up: 100 connections with one round trip, so pools, rings and lazy state exist
-  # before the baseline is read.
-  python3 - "$port" 100 "$protocol" hold=0 <"/dev/null" >/dev/null
+  # Warm-up: connections with one round trip each, so pools, rings and lazy state exist
+  # before the baseline is read. UCP maps its 4096 provided buffers at start and a buffer
+  # becomes resident when the kernel first receives into it (round the ring): the warm-up
+  # uses each of them once, or their first use would count as per-connection memory.
+  python3 - "$port" 4200 "$protocol" hold=0 <"/dev/null" >/dev/null
   sleep 0.3
   before=$(rss_kb "$SERVER_PID")
   python3 - "$port" "$CONNS" "$protocol" hold=1 "$SERVER_PID" "$before" "$server" <<'EOF'

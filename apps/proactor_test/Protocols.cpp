@@ -1,5 +1,6 @@
 #include "Protocols.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string_view>
 
@@ -53,58 +54,68 @@ uint64_t now_ms(TcpConnection& connection) {
 }  // namespace
 
 Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
-  // Requests are parsed straight from the buffer receive() lends; only the unfinished tail
-  // of a request waits in `partial`, which holds no memory until that happens. An idle
-  // keep-alive connection therefore keeps no buffer at all.
+  // Requests are parsed straight from the buffer receive() lends; only an unfinished request
+  // is copied, into `partial`, which holds no memory until that happens (an idle keep-alive
+  // connection keeps no buffer at all). `partial` holds one request and nothing behind it:
+  // the largest the limits allow is a head of max_request_bytes and a body of as much, so it
+  // always fits, however many requests arrive with its last bytes.
   Buffer partial(max_request_bytes * 2, /*initial_size=*/0);
   // read_timeout_ms restarts with every read, so a head trickling in a byte at a time
   // (slowloris) would never time out: the whole request must arrive within one timeout.
   const uint32_t head_timeout_ms = connection.read_timeout_ms();
   uint64_t request_started_ms = 0;  // 0: no partial request buffered
+  // write() only queues an answer, without suspending: the answers to one read leave together
+  // in one send, and the next read overlaps with it. A peer that never reads makes write()
+  // wait at max_output_bytes. After the last answer, returning is enough: close() sends what
+  // is queued.
+  auto answer = [&connection](http::ParseStatus status, const http::Request& request) {
+    if (status != http::ParseStatus::kComplete) return connection.write(error_response(status));
+    return connection.write(request.keep_alive ? kKeepAliveResponse : kCloseResponse);
+  };
   for (;;) {
     auto data = co_await connection.receive();
     if (!data || data->empty()) co_return;  // a half-closed peer got every answer already
     std::string_view input(data->chars(), data->size());
-    if (partial.readable_bytes() > 0) {               // the rest of a request that began earlier
-      if (!partial.append(data->bytes())) co_return;  // cannot make progress
-      data->reset();
-      input = partial.view();
-    }
-    // Answer every complete request in the input (pipelining). write() only queues the
-    // answer, without suspending: the answers to this read leave together in one send, and
-    // the next read overlaps with it. A peer that never reads makes write() wait at
-    // max_output_bytes. After close_after, returning is enough: close() sends what is queued.
-    bool close_after = false;
     bool answered = false;
-    size_t consumed = 0;
+    if (partial.readable_bytes() > 0) {
+      // Finish the buffered request first. Copy only what fits behind it (all it can still
+      // need), then go on parsing the rest of the input where it lies.
+      const size_t buffered = partial.readable_bytes();
+      const size_t copied = std::min(input.size(), partial.max_size() - buffered);
+      (void)partial.append(input.substr(0, copied));  // fits: partial never passes max_size
+      http::Request request;
+      auto status =
+          http::parse_request(partial.view(), max_request_bytes, max_request_bytes, request);
+      if (status == http::ParseStatus::kIncomplete && copied < input.size()) {
+        // A full buffer that still holds no whole request cannot be within the limits (the
+        // parser reports 431 or 413 first); refuse it rather than stall.
+        status = http::ParseStatus::kHeaderTooLarge;
+      }
+      if (status == http::ParseStatus::kIncomplete) {
+        input = {};
+      } else {
+        answered = true;
+        if (!co_await answer(status, request)) co_return;
+        if (status != http::ParseStatus::kComplete || !request.keep_alive) co_return;
+        // The request ended inside this input (it was unfinished before it): the rest of the
+        // input starts right after it.
+        input.remove_prefix(request.total_bytes - buffered);
+        partial = Buffer(partial.max_size(), 0);  // free it
+      }
+    }
+    // Answer every complete request left in the input (pipelining).
     for (;;) {
       http::Request request;
-      auto status = http::parse_request(input.substr(consumed), max_request_bytes,
-                                        max_request_bytes, request);
+      auto status = http::parse_request(input, max_request_bytes, max_request_bytes, request);
       if (status == http::ParseStatus::kIncomplete) break;
       answered = true;
-      if (status != http::ParseStatus::kComplete) {
-        if (!co_await connection.write(error_response(status))) co_return;
-        close_after = true;
-        break;
-      }
-      consumed += request.total_bytes;
-      if (!co_await connection.write(request.keep_alive ? kKeepAliveResponse : kCloseResponse)) {
-        co_return;
-      }
-      if (!request.keep_alive) {
-        close_after = true;
-        break;
-      }
+      if (!co_await answer(status, request)) co_return;
+      if (status != http::ParseStatus::kComplete || !request.keep_alive) co_return;
+      input.remove_prefix(request.total_bytes);
     }
-    if (close_after) co_return;
-    // Keep the unfinished tail (if any) for the next read; the lease goes back now.
-    if (partial.readable_bytes() > 0) {
-      partial.consume(consumed);
-      if (partial.readable_bytes() == 0) partial = Buffer(partial.max_size(), 0);  // free it
-    } else if (consumed < input.size()) {
-      if (!partial.append(input.substr(consumed))) co_return;
-    }
+    // What is left is the start of one request within the limits (else the parser would
+    // have refused it): keep it for the next read. The lease goes back now.
+    if (partial.readable_bytes() == 0 && !input.empty()) (void)partial.append(input);
     data->reset();
     if (partial.readable_bytes() == 0) {
       request_started_ms = 0;
@@ -114,7 +125,6 @@ Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes) {
       (void)co_await connection.write(error_response(http::ParseStatus::kIncomplete));  // 408
       co_return;
     }
-    if (partial.readable_bytes() >= partial.max_size()) co_return;  // cannot make progress
   }
 }
 

@@ -1,20 +1,17 @@
-// bin/proactor_test [CONFIG] [--set section.key=value]...  (SPEC §4)
+// bin/proactor_test [CONFIG] [--set section.key=value]...
 // Exit codes: 0 clean stop, 1 start-up failure, 2 bad usage or config.
 
-#include <csignal>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
-#include <sys/signalfd.h>
-#include <unistd.h>
-
 #include "ucp/config/Config.h"
-#include "ucp/io/Operations.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/TcpServer.h"
 
 #include "Protocols.h"
+#include "Signals.h"
 
 namespace {
 
@@ -54,20 +51,11 @@ ucp::ServerOptions server_options_from(const ucp::ServerConfig& c,
   return options;
 }
 
-// Waits on a signalfd through the main ring: SIGINT/SIGTERM start a graceful stop.
-ucp::Task<> watch_signals(ucp::TcpServer& server, int signal_fd) {
-  signalfd_siginfo info{};
-  auto n = co_await ucp::io::read(server.main_loop(), signal_fd,
-                                  std::as_writable_bytes(std::span(&info, 1)));
-  if (n && *n == sizeof info) {
-    LOG_INFO("signal {} received: stopping", info.ssi_signo);
-    server.stop();
-  }
-}
+int serve(int argc, char** argv) {
+  // Before anything else, and before any thread exists: every thread inherits the mask, and
+  // a signal raised from here on waits in the signalfd instead of killing the process.
+  ucp::UniqueFd signal_fd = ucp::app::block_handled_signals();
 
-}  // namespace
-
-int main(int argc, char** argv) {
   std::string config_path = "config/ucp.conf";
   std::vector<std::string> overrides;
   bool have_path = false;
@@ -105,16 +93,6 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // SIGPIPE must never kill the server (sends also use MSG_NOSIGNAL). SIGINT/SIGTERM are
-  // blocked in every thread and read from a signalfd by the main loop instead.
-  std::signal(SIGPIPE, SIG_IGN);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  ucp::UniqueFd signal_fd(::signalfd(-1, &stop_signals, SFD_CLOEXEC));
-
   if (auto error = ucp::Logger::init(config.log); !error.empty()) {
     std::fprintf(stderr, "proactor_test: %s\n", error.c_str());
     return 1;
@@ -134,25 +112,53 @@ int main(int argc, char** argv) {
     handler = [](ucp::TcpConnection& c) { return ucp::app::echo(c); };
   }
 
+  // Until the main loop runs, a thread of its own reads the signals.
+  ucp::app::StartupSignalWatch startup_signals(signal_fd.get());
+  const auto machine = ucp::MachineLimits::current();
+  LOG_INFO(
+      "start-up memory: {} worker(s) x {} bytes + {} bytes = {} bytes (mapped; pages "
+      "become resident as they are used), of {} bytes of RAM",
+      config.worker_count(machine), config.worker_startup_bytes(), config.shared_startup_bytes(),
+      config.startup_bytes(machine), machine.memory_bytes);
   ucp::TcpServer server(server_options_from(config.server, config.event_loop),
                         loop_options_from(config.event_loop), std::move(handler));
   std::string warnings;
   if (auto error = server.start(&warnings); !error.empty()) {
+    startup_signals.finish();
     std::fprintf(stderr, "proactor_test: %s\n", error.c_str());
     LOG_ERROR("start-up failed: {}", error);
     ucp::Logger::shutdown();
     return 1;
   }
+  startup_signals.finish();
   for (size_t begin = 0; begin < warnings.size();) {
     size_t end = warnings.find('\n', begin);
     LOG_WARN("{}", warnings.substr(begin, end - begin));
     begin = end == std::string::npos ? warnings.size() : end + 1;
   }
   LOG_INFO("{} ({}) {}", config.server.name, config.server.protocol, server.describe_loops());
-  server.main_loop().spawn(watch_signals(server, signal_fd.get()));
+  ucp::app::ConfigReloader reloader(config_path, overrides, config);
+  server.main_loop().spawn(ucp::app::watch_signals(server, signal_fd.get(), reloader));
   LOG_INFO("listening on {}", server.local_address().to_string());
   server.run();
   LOG_INFO("stopped cleanly");
   ucp::Logger::shutdown();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The I/O path reports errors as values; what can still throw is an allocation the process
+  // cannot have while it sets up (or a thread it cannot start): one line and exit 1, never
+  // an uncaught exception.
+  try {
+    return serve(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fputs("proactor_test: out of memory (RLIMIT_AS, the overcommit policy or RAM)\n", stderr);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "proactor_test: %s\n", e.what());
+  }
+  ucp::Logger::shutdown();
+  return 1;
 }

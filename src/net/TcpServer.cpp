@@ -102,6 +102,11 @@ void TcpServer::stop() noexcept {
   main_loop_->post([this] { main_loop_->spawn(shutdown_sequence()); });
 }
 
+void TcpServer::stop_now() noexcept {
+  stop_now_.store(true);
+  stop();  // starts the shutdown if it has not started; it then does not wait
+}
+
 bool TcpServer::warn_allowed(std::chrono::steady_clock::time_point& last) noexcept {
   auto now = std::chrono::steady_clock::now();
   if (now - last < std::chrono::seconds(1)) return false;
@@ -254,10 +259,12 @@ Task<> TcpServer::shutdown_sequence() {
   }
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.shutdown_timeout_ms);
-  while (live_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (live_.load() > 0 && std::chrono::steady_clock::now() < deadline && !stop_now_.load()) {
     co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(5));
   }
-  if (live_.load() > 0) {
+  if (live_.load() > 0 && stop_now_.load()) {
+    LOG_WARN("stopping at once: cancelling {} connections", live_.load());
+  } else if (live_.load() > 0) {
     LOG_WARN("shutdown_timeout_ms ({}) passed with {} connections open: cancelling them",
              options_.shutdown_timeout_ms, live_.load());
   }

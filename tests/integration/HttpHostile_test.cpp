@@ -166,6 +166,145 @@ TEST_F(HttpHostile, AnswersPipelinedAndHalfClosedRequests) {
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
+/// Sends `first`, pauses so that the server reads it on its own (it then holds an unfinished
+/// request), sends `rest`, and reads `expected` responses. Returns how many were 200, stopping
+/// at the first that is missing or not 200.
+size_t answers_after_a_pause(uint16_t port, std::string_view first, std::string_view rest,
+                             size_t expected, std::string& why) {
+  auto fd = connect_loopback(port);
+  if (!fd) {
+    why = "connect: " + fd.error().message();
+    return 0;
+  }
+  if (auto sent = send_text(fd->get(), first); !sent) {
+    why = "send: " + sent.error().message();
+    return 0;
+  }
+  std::this_thread::sleep_for(100ms);
+  if (auto sent = send_text(fd->get(), rest); !sent) {
+    why = "send: " + sent.error().message();
+    return 0;
+  }
+  std::string pending;
+  for (size_t i = 0; i < expected; ++i) {
+    const Reply r = read_reply(fd->get(), pending, 5000);
+    if (r.kind != Reply::Kind::kResponse || r.status != 200) {
+      why = "response " + std::to_string(i) + ": " +
+            (r.kind == Reply::Kind::kResponse ? r.head.substr(0, 40) : r.detail);
+      return i;
+    }
+  }
+  return expected;
+}
+
+std::string pipelined_gets(size_t count) {
+  std::string batch;
+  for (size_t i = 0; i < count; ++i) batch += kGet;
+  return batch;
+}
+
+// Requests that arrive together with the end of an unfinished one are each answered: the
+// buffer for the unfinished request is consumed as it is parsed, so small pipelined requests
+// behind it never count against the size limit of one request.
+TEST_F(HttpHostile, PipelinedRequestsBehindABufferedPartialRequestAreAllAnswered) {
+  ServerProcess server({"server.protocol=http", "server.max_request_bytes=1024"});
+  UCP_START_SERVER(server);
+  const std::string batch = pipelined_gets(101);  // 101 x 37 bytes: over 2 x 1024
+  std::string why;
+  const size_t answered =
+      answers_after_a_pause(server.port(), batch.substr(0, 10), batch.substr(10), 101, why);
+  report("pipelined_after_partial_answered", static_cast<int64_t>(answered));
+  EXPECT_EQ(answered, 101u) << why;
+  EXPECT_TRUE(served(server.port()));
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// The largest request the limits allow (a head of exactly max_request_bytes and a body of
+// max_request_bytes), whose last bytes arrive together with 100 more requests: 101 answers.
+// A 128 KiB burst also makes the multishot receive pause for back-pressure, which must not
+// show either.
+TEST_F(HttpHostile, LargestLegalRequestWithPipelinedRequestsBehindItIsAnswered) {
+  constexpr size_t kLimit = 65536;  // the default server.max_request_bytes
+  ServerProcess server({"server.protocol=http"});
+  UCP_START_SERVER(server);
+  std::string head =
+      "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + std::to_string(kLimit) +
+      "\r\nX-Pad: ";
+  head += std::string(kLimit - head.size() - 4, 'p') + "\r\n\r\n";
+  ASSERT_EQ(head.size(), kLimit);
+  const std::string request = head + std::string(kLimit, 'b');
+  const std::string rest = request.substr(request.size() - 100) + pipelined_gets(100);
+  std::string why;
+  const size_t answered = answers_after_a_pause(
+      server.port(), std::string_view(request).substr(0, request.size() - 100), rest, 101, why);
+  report("largest_request_then_pipelined_answered", static_cast<int64_t>(answered));
+  EXPECT_EQ(answered, 101u) << why;
+  EXPECT_TRUE(served(server.port()));
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// A request over the limit that arrives behind legal ones, all together with the end of a
+// buffered request: the legal ones are answered in order, then the oversized one gets its 431
+// and the connection closes.
+TEST_F(HttpHostile, OversizedRequestBehindLegalOnesGetsItsStatusAfterTheirAnswers) {
+  ServerProcess server({"server.protocol=http", "server.max_request_bytes=1024"});
+  UCP_START_SERVER(server);
+  const std::string legal = pipelined_gets(6);
+  const std::string oversized =
+      "GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(4096, 'b') + "\r\n\r\n";
+  auto fd = connect_loopback(server.port());
+  ASSERT_TRUE(fd);
+  ASSERT_TRUE(send_text(fd->get(), legal.substr(0, 10)));
+  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(send_text(fd->get(), legal.substr(10) + oversized));
+  std::string pending;
+  for (int i = 0; i < 6; ++i) {
+    const Reply r = read_reply(fd->get(), pending, 5000);
+    ASSERT_EQ(r.kind, Reply::Kind::kResponse) << "response " << i << ": " << r.detail;
+    ASSERT_EQ(r.status, 200) << r.head;
+  }
+  const Reply refused = read_reply(fd->get(), pending, 5000);
+  ASSERT_EQ(refused.kind, Reply::Kind::kResponse) << refused.detail;
+  EXPECT_EQ(refused.status, 431) << refused.head;
+  EXPECT_TRUE(drain_until_closed(fd->get(), 5000)) << "not closed after the 431";
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// Many pipelined requests sent in pieces of every size around the limit, each piece ending
+// inside a request: every request is answered, in order.
+TEST_F(HttpHostile, PipelinedRequestsSplitAnywhereAreAllAnswered) {
+  ServerProcess server({"server.protocol=http", "server.max_request_bytes=1024"});
+  UCP_START_SERVER(server);
+  const std::string body(1000, 'x');
+  std::string one = "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n";
+  one += body;
+  std::string batch;
+  constexpr size_t kRequests = 60;
+  for (size_t i = 0; i < kRequests; ++i) batch += (i % 3 == 0) ? std::string(kGet) : one;
+  auto fd = connect_loopback(server.port());
+  ASSERT_TRUE(fd);
+  // Piece sizes from 1 byte to 3 x the limit, so that a piece both finishes a buffered request
+  // and carries several more.
+  size_t sent = 0;
+  for (size_t piece = 1; sent < batch.size(); piece = piece * 3 % 3072 + 7) {
+    const size_t n = std::min(piece, batch.size() - sent);
+    ASSERT_TRUE(send_text(fd->get(), std::string_view(batch).substr(sent, n)));
+    sent += n;
+    std::this_thread::sleep_for(1ms);
+  }
+  std::string pending;
+  size_t answered = 0;
+  for (; answered < kRequests; ++answered) {
+    const Reply r = read_reply(fd->get(), pending, 5000);
+    if (r.kind != Reply::Kind::kResponse || r.status != 200) {
+      ADD_FAILURE() << "response " << answered << ": " << r.detail << r.head.substr(0, 40);
+      break;
+    }
+  }
+  EXPECT_EQ(answered, kRequests);
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
 // Slowloris: headers trickling in one byte per 200 ms never complete a request. Each byte
 // restarts a per-read timer of 500 ms, so only a deadline for the whole head cuts them off.
 TEST_F(HttpHostile, SlowlorisIsCutOffNearTheReadTimeoutWhileOthersAreServed) {

@@ -74,6 +74,9 @@ class TcpServer {
   /// Any thread. Graceful: stop accepting, let handlers finish writing what they have
   /// read, close connections; after shutdown_timeout_ms everything still open is cancelled.
   void stop() noexcept;
+  /// Any thread. Like stop(), without the wait: whatever is still open is cancelled at once
+  /// (also when called while a graceful stop is waiting, e.g. on an operator's second SIGTERM).
+  void stop_now() noexcept;
 
   const InetAddress& local_address() const noexcept { return local_; }
   /// One line naming the backend and what the worker loops run with (after start()).
@@ -119,6 +122,7 @@ class TcpServer {
   std::atomic<size_t> live_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> stop_now_{false};  // end the graceful stop's wait early
   bool shutting_down_ = false;
   bool accept_waiting_ = false;
   std::chrono::steady_clock::time_point last_fd_warning_{};

@@ -5,6 +5,10 @@
 
 #include <sys/mman.h>
 
+#include "../SetupError.h"
+
+#include "IoUring.h"
+
 namespace ucp::io {
 
 Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t count,
@@ -19,7 +23,7 @@ Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t 
   self->mapped_bytes_ = count * sizeof(io_uring_buf);
   void* mapped = ::mmap(nullptr, self->mapped_bytes_, PROT_READ | PROT_WRITE,
                         MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-  if (mapped == MAP_FAILED) return Unexpected{error_from_errno(errno)};
+  if (mapped == MAP_FAILED) return Unexpected{make_error_code(SetupError::kReceiveBuffers)};
   self->buf_ring_ = static_cast<io_uring_buf_ring*>(mapped);
 
   io_uring_buf_reg registration{};

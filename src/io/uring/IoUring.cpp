@@ -257,7 +257,26 @@ void IoUring::submit_and_wait(unsigned wait_nr, std::chrono::nanoseconds timeout
   }
 }
 
+namespace {
+
+// " (RLIMIT_AS = 3221225472 bytes)" when the address space is limited, else "".
+std::string address_space_note() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return {};
+  return " (RLIMIT_AS = " + std::to_string(limit.rlim_cur) + " bytes)";
+}
+
+}  // namespace
+
 std::string describe_setup_error(std::error_code error, const LoopOptions& options) {
+  if (error == SetupError::kReceiveBuffers) {
+    return "event_loop.provided_buffer_size: cannot map " +
+           std::to_string(options.provided_buffers_count) + " x " +
+           std::to_string(options.provided_buffer_size) + " = " +
+           std::to_string(uint64_t{options.provided_buffers_count} * options.provided_buffer_size) +
+           " bytes of receive buffers: out of memory or address space" + address_space_note() +
+           "; lower event_loop.provided_buffers_count or provided_buffer_size";
+  }
   switch (error.value()) {
     case EPERM:
     case ENOSYS:
@@ -266,11 +285,15 @@ std::string describe_setup_error(std::error_code error, const LoopOptions& optio
              error.message() +
              "]; run on a host or container that allows io_uring (kernel >= 5.19 recommended)";
     case ENOMEM: {
+      // Kernels before 5.12 charge rings to RLIMIT_MEMLOCK; mapping them into the process
+      // counts against RLIMIT_AS.
       rlimit limit{};
       ::getrlimit(RLIMIT_MEMLOCK, &limit);
-      return "cannot set up an io_uring of " + std::to_string(options.ring_entries) +
+      return "event_loop.ring_entries: cannot set up an io_uring of " +
+             std::to_string(options.ring_entries) +
              " entries: out of locked memory (RLIMIT_MEMLOCK = " + std::to_string(limit.rlim_cur) +
-             " bytes); raise `ulimit -l` or lower event_loop.ring_entries";
+             " bytes) or address space" + address_space_note() +
+             "; raise `ulimit -l` / `ulimit -v` or lower event_loop.ring_entries";
     }
     case EINVAL:
       return "the kernel rejected the io_uring parameters (ring_entries = " +

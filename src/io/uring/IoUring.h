@@ -11,6 +11,8 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <type_traits>
 
 #include <liburing.h>
 
@@ -18,6 +20,7 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/IoContext.h"
 
+#include "../SetupError.h"
 #include "FixedBuffers.h"
 
 namespace ucp::io {
@@ -130,3 +133,4 @@ std::string describe_registration_error(std::error_code error, uint32_t count, u
 std::string describe_setup_error(std::error_code error, const LoopOptions& options);
 
 }  // namespace ucp::io
+

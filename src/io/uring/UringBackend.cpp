@@ -36,6 +36,8 @@ Result<std::unique_ptr<UringBackend>> UringBackend::create(EventLoop& owner,
                    BufferRing::create(*self->ring_->raw(), options.provided_buffers_count,
                                       options.provided_buffer_size, 0)) {
       self->buffer_ring_ = std::move(*buffers);
+    } else if (buffers.error() == SetupError::kReceiveBuffers) {
+      return Unexpected{buffers.error()};  // asked-for memory the process cannot have: fatal
     } else {
       warnings += "multishot_recv: cannot register a provided buffer ring (" +
                   buffers.error().message() + "); using one recv per read\n";
