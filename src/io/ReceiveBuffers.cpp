@@ -1,11 +1,11 @@
 #include "ReceiveBuffers.h"
 
-#include "SetupError.h"
-
 #include <cerrno>
 #include <string>
 
 #include <sys/mman.h>
+
+#include "SetupError.h"
 
 namespace ucp::io {
 

@@ -6,7 +6,6 @@
 #include <sys/mman.h>
 
 #include "../SetupError.h"
-
 #include "IoUring.h"
 
 namespace ucp::io {
