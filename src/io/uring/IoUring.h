@@ -133,4 +133,3 @@ std::string describe_registration_error(std::error_code error, uint32_t count, u
 std::string describe_setup_error(std::error_code error, const LoopOptions& options);
 
 }  // namespace ucp::io
-
