@@ -1,5 +1,7 @@
-// bin/proactor_test [CONFIG] [--set section.key=value]...  (SPEC §4)
+// bin/proactor_test [CONFIG] [--set section.key=value]...  (docs/design.md, "proactor_test")
 // Exit codes: 0 clean stop, 1 start-up failure, 2 bad usage or config.
+// Started by a service manager with a listening socket (LISTEN_FDS=1, LISTEN_PID = this
+// process: systemd socket activation), it accepts on that socket instead of binding.
 
 #include <csignal>
 #include <cstdio>
@@ -12,7 +14,9 @@
 #include "ucp/config/Config.h"
 #include "ucp/io/Operations.h"
 #include "ucp/log/Logger.h"
+#include "ucp/net/SocketActivation.h"
 #include "ucp/net/TcpServer.h"
+#include "ucp/version.h"
 
 #include "Protocols.h"
 
@@ -20,7 +24,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: proactor_test [CONFIG] [--set section.key=value]...\n"
-    "  CONFIG defaults to config/ucp.conf; --set overrides one key (repeatable).\n";
+    "       proactor_test --version\n"
+    "  CONFIG defaults to config/ucp.conf; --set overrides one key (repeatable).\n"
+    "  With one socket passed by a service manager (LISTEN_FDS, LISTEN_PID: systemd socket\n"
+    "  activation) it accepts on that socket; server.ip, port, backlog, reuse_port are unused.\n";
 
 ucp::LoopOptions loop_options_from(const ucp::EventLoopConfig& c) {
   ucp::LoopOptions options;
@@ -77,6 +84,10 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (arg == "--version") {
+      std::printf("proactor_test (UCP) %s\n", UCP_VERSION_STRING);
+      return 0;
+    }
     if (arg == "--set") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "proactor_test: --set needs section.key=value\n%s", kUsage);
@@ -95,6 +106,21 @@ int main(int argc, char** argv) {
       config_path = arg;
       have_path = true;
     }
+  }
+
+  // Taken before any thread starts (it edits the environment); adopted below.
+  auto inherited = ucp::take_inherited_listen_fds();
+  if (!inherited) {
+    std::fprintf(stderr, "proactor_test: LISTEN_PID/LISTEN_FDS from the service manager: %s\n",
+                 inherited.error().message().c_str());
+    return 2;
+  }
+  if (inherited->size() > 1) {
+    std::fprintf(stderr,
+                 "proactor_test: the service manager passed %zu sockets; give the .socket unit "
+                 "one ListenStream\n",
+                 inherited->size());
+    return 2;
   }
 
   ucp::Config config;
@@ -134,8 +160,11 @@ int main(int argc, char** argv) {
     handler = [](ucp::TcpConnection& c) { return ucp::app::echo(c); };
   }
 
-  ucp::TcpServer server(server_options_from(config.server, config.event_loop),
-                        loop_options_from(config.event_loop), std::move(handler));
+  LOG_INFO("proactor_test (UCP {}) starting, config {}", UCP_VERSION_STRING, config_path);
+  ucp::ServerOptions server_options = server_options_from(config.server, config.event_loop);
+  const bool socket_activated = !inherited->empty();
+  if (socket_activated) server_options.listen_fd = inherited->front().release();
+  ucp::TcpServer server(server_options, loop_options_from(config.event_loop), std::move(handler));
   std::string warnings;
   if (auto error = server.start(&warnings); !error.empty()) {
     std::fprintf(stderr, "proactor_test: %s\n", error.c_str());
@@ -151,7 +180,8 @@ int main(int argc, char** argv) {
   LOG_INFO("{} ({}) io_uring: {}", config.server.name, config.server.protocol,
            server.main_loop().features().describe());
   server.main_loop().spawn(watch_signals(server, signal_fd.get()));
-  LOG_INFO("listening on {}", server.local_address().to_string());
+  LOG_INFO("listening on {}{}", server.local_address().to_string(),
+           socket_activated ? " (socket passed by the service manager)" : "");
   server.run();
   LOG_INFO("stopped cleanly");
   ucp::Logger::shutdown();

@@ -48,6 +48,10 @@ struct ServerOptions {
   // ([event_loop] msg_ring_handoff). Without kernel support: one warning, then post.
   bool msg_ring_handoff = false;
   uint64_t max_output_bytes = 4194304;  // per connection: write() waits above it
+  // An already-listening TCP socket to accept on instead of binding ip:port (socket
+  // activation: ucp/net/SocketActivation.h); -1 = bind. start() takes ownership of it, and
+  // ip, port and listen are then unused.
+  int listen_fd = -1;
 };
 
 class TcpServer {
