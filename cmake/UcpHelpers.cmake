@@ -141,6 +141,10 @@ function(ucp_install)
   install(FILES ${PROJECT_BINARY_DIR}/ucp.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
           COMPONENT development)
 
+  install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md
+                ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+          DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
+
   if(TARGET proactor_test)
     install(TARGETS proactor_test RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
   endif()

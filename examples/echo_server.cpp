@@ -1,5 +1,6 @@
 // The smallest UCP server: an echo service on 127.0.0.1:9000 with two worker loops.
-// Build: part of the normal build (bin/example_echo_server). Try: bin/test_client normal --port 9000
+// Build: part of the normal build (bin/example_echo_server). Try: bin/test_client normal --port
+// 9000
 //
 //   bin/example_echo_server               multishot receive into each loop's provided ring
 //   bin/example_echo_server --registered  one READ_FIXED per read into registered buffers,

@@ -26,7 +26,8 @@ Result<std::vector<UniqueFd>> take_from_environment() {
   const char* pid_text = std::getenv("LISTEN_PID");
   if (pid_text == nullptr) return std::vector<UniqueFd>{};
   long pid = 0;
-  if (!parse_positive(pid_text, pid)) return Unexpected{std::make_error_code(std::errc::invalid_argument)};
+  if (!parse_positive(pid_text, pid))
+    return Unexpected{std::make_error_code(std::errc::invalid_argument)};
   if (pid != static_cast<long>(::getpid())) return std::vector<UniqueFd>{};  // for another process
 
   const char* count_text = std::getenv("LISTEN_FDS");
@@ -73,7 +74,8 @@ Result<void> check_listening_tcp_socket(int fd) {
     return Unexpected{std::make_error_code(std::errc::address_family_not_supported)};
   }
   int protocol = 0;
-  if (type != SOCK_STREAM || !option(SOL_SOCKET, SO_PROTOCOL, protocol) || protocol != IPPROTO_TCP) {
+  if (type != SOCK_STREAM || !option(SOL_SOCKET, SO_PROTOCOL, protocol) ||
+      protocol != IPPROTO_TCP) {
     return Unexpected{std::make_error_code(std::errc::wrong_protocol_type)};
   }
   int listening = 0;

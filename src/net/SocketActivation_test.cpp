@@ -9,11 +9,10 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "ucp/net/InetAddress.h"
 #include "ucp/net/Socket.h"

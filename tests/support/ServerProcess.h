@@ -32,8 +32,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -87,8 +87,8 @@ class ServerProcess {
     rlim_t nofile_limit = 0;             // RLIMIT_NOFILE for the child; 0 = inherit
     int64_t start_timeout_ms = 10000;    // bound on the wait for "listening on"
     std::string binary = UCP_BIN_DIR "/proactor_test";
-    int listen_fd = -1;                  // >= 0: passed as fd 3 with LISTEN_FDS=1 (the caller keeps it)
-    bool listen_pid_is_child = true;     // false: LISTEN_PID names the test process instead
+    int listen_fd = -1;               // >= 0: the child's fd 3, with LISTEN_FDS=1
+    bool listen_pid_is_child = true;  // false: LISTEN_PID names the test process
   };
 
   explicit ServerProcess(std::vector<std::string> overrides = {})
@@ -192,7 +192,8 @@ class ServerProcess {
         }
         char digits[16];
         int length = 0;
-        for (pid_t self = ::getpid(); self > 0; self /= 10) digits[length++] = char('0' + self % 10);
+        for (pid_t self = ::getpid(); self > 0; self /= 10)
+          digits[length++] = char('0' + self % 10);
         size_t at = std::strlen(listen_pid);
         while (length > 0) listen_pid[at++] = digits[--length];
         listen_pid[at] = '\0';

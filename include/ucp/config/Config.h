@@ -1,5 +1,5 @@
 #pragma once
-// Config: the typed content of a UCP ini file (SPEC §5). Every key has a default, so an
+// Config: the typed content of a UCP ini file (docs/config.md). Every key has a default, so an
 // empty file is valid. `Config::load` refuses unknown sections or keys, malformed lines,
 // duplicate keys, bad numbers and out-of-range values with a ConfigError whose message is
 // one line, "FILE:LINE: section.key: what is wrong" (exit 2 in bin/proactor_test).
