@@ -96,7 +96,8 @@ if [ -d "$work/build" ] && [ -n "$(find "$work/build" -type f \( -name proactor_
 fi
 
 step "run $binary"
-"$binary" >"$work/server.out" 2>&1 &
+: >"$work/server.out"  # exists before the background job opens it: the loop below reads it
+"$binary" >>"$work/server.out" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 1 100); do  # at most 10 s for the "listening on" line

@@ -47,8 +47,9 @@ exec_start=${exec_start//\/etc\/ucp\/ucp.conf/$source_dir\/config\/ucp.conf}
 port=""
 for _ in 1 2 3 4 5; do
   candidate=$((20000 + RANDOM % 40000))
+  : >"$work/server.out"  # exists before the background job opens it
   # shellcheck disable=SC2086
-  systemd-socket-activate -l "127.0.0.1:$candidate" $exec_start >"$work/server.out" 2>&1 &
+  systemd-socket-activate -l "127.0.0.1:$candidate" $exec_start >>"$work/server.out" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 100); do  # at most 10 s for its "Listening on" line
     if grep -q "Listening on 127.0.0.1:$candidate" "$work/server.out"; then
