@@ -1,6 +1,7 @@
 // A single EventLoop used directly: a coroutine connects to a server, sends a line, waits
 // for the answer with a read timeout, and sleeps between rounds with IORING_OP_TIMEOUT.
 // Usage: bin/example_timer_and_client PORT   (e.g. against bin/example_echo_server: 9000)
+//        bin/example_timer_and_client --version
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
+#include "ucp/version.h"
 
 namespace {
 
@@ -44,6 +46,10 @@ ucp::Task<> talk(ucp::EventLoop& loop, uint16_t port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--version") {
+    std::printf("example_timer_and_client (UCP) %s\n", UCP_VERSION_STRING);
+    return 0;
+  }
   uint16_t port = static_cast<uint16_t>(argc > 1 ? std::atoi(argv[1]) : 9000);
   ucp::LoopOptions options;
   auto loop = ucp::EventLoop::create(options);

@@ -1,5 +1,5 @@
 #pragma once
-// The two business protocols of bin/proactor_test (SPEC §4).
+// The two business protocols of bin/proactor_test (docs/design.md, section 6).
 
 #include <cstddef>
 

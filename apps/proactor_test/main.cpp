@@ -1,5 +1,7 @@
-// bin/proactor_test [CONFIG] [--set section.key=value]...
+// bin/proactor_test [CONFIG] [--set section.key=value]...  (docs/design.md, "proactor_test")
 // Exit codes: 0 clean stop, 1 start-up failure, 2 bad usage or config.
+// Started by a service manager with a listening socket (LISTEN_FDS=1, LISTEN_PID = this
+// process: systemd socket activation), it accepts on that socket instead of binding.
 
 #include <cstdio>
 #include <new>
@@ -8,7 +10,9 @@
 
 #include "ucp/config/Config.h"
 #include "ucp/log/Logger.h"
+#include "ucp/net/SocketActivation.h"
 #include "ucp/net/TcpServer.h"
+#include "ucp/version.h"
 
 #include "Protocols.h"
 #include "Signals.h"
@@ -17,7 +21,10 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: proactor_test [CONFIG] [--set section.key=value]...\n"
-    "  CONFIG defaults to config/ucp.conf; --set overrides one key (repeatable).\n";
+    "       proactor_test --version\n"
+    "  CONFIG defaults to config/ucp.conf; --set overrides one key (repeatable).\n"
+    "  With one socket passed by a service manager (LISTEN_FDS, LISTEN_PID: systemd socket\n"
+    "  activation) it accepts on that socket; server.ip, port, backlog, reuse_port are unused.\n";
 
 ucp::LoopOptions loop_options_from(const ucp::EventLoopConfig& c) {
   ucp::LoopOptions options;
@@ -65,6 +72,10 @@ int serve(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    if (arg == "--version") {
+      std::printf("proactor_test (UCP) %s\n", UCP_VERSION_STRING);
+      return 0;
+    }
     if (arg == "--set") {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "proactor_test: --set needs section.key=value\n%s", kUsage);
@@ -83,6 +94,21 @@ int serve(int argc, char** argv) {
       config_path = arg;
       have_path = true;
     }
+  }
+
+  // Taken before any thread starts (it edits the environment); adopted below.
+  auto inherited = ucp::take_inherited_listen_fds();
+  if (!inherited) {
+    std::fprintf(stderr, "proactor_test: LISTEN_PID/LISTEN_FDS from the service manager: %s\n",
+                 inherited.error().message().c_str());
+    return 2;
+  }
+  if (inherited->size() > 1) {
+    std::fprintf(stderr,
+                 "proactor_test: the service manager passed %zu sockets; give the .socket unit "
+                 "one ListenStream\n",
+                 inherited->size());
+    return 2;
   }
 
   ucp::Config config;
@@ -114,14 +140,17 @@ int serve(int argc, char** argv) {
 
   // Until the main loop runs, a thread of its own reads the signals.
   ucp::app::StartupSignalWatch startup_signals(signal_fd.get());
+  LOG_INFO("proactor_test (UCP {}) starting, config {}", UCP_VERSION_STRING, config_path);
   const auto machine = ucp::MachineLimits::current();
   LOG_INFO(
       "start-up memory: {} worker(s) x {} bytes + {} bytes = {} bytes (mapped; pages "
       "become resident as they are used), of {} bytes of RAM",
       config.worker_count(machine), config.worker_startup_bytes(), config.shared_startup_bytes(),
       config.startup_bytes(machine), machine.memory_bytes);
-  ucp::TcpServer server(server_options_from(config.server, config.event_loop),
-                        loop_options_from(config.event_loop), std::move(handler));
+  ucp::ServerOptions server_options = server_options_from(config.server, config.event_loop);
+  const bool socket_activated = !inherited->empty();
+  if (socket_activated) server_options.listen_fd = inherited->front().release();
+  ucp::TcpServer server(server_options, loop_options_from(config.event_loop), std::move(handler));
   std::string warnings;
   if (auto error = server.start(&warnings); !error.empty()) {
     startup_signals.finish();
@@ -139,7 +168,8 @@ int serve(int argc, char** argv) {
   LOG_INFO("{} ({}) {}", config.server.name, config.server.protocol, server.describe_loops());
   ucp::app::ConfigReloader reloader(config_path, overrides, config);
   server.main_loop().spawn(ucp::app::watch_signals(server, signal_fd.get(), reloader));
-  LOG_INFO("listening on {}", server.local_address().to_string());
+  LOG_INFO("listening on {}{}", server.local_address().to_string(),
+           socket_activated ? " (socket passed by the service manager)" : "");
   server.run();
   LOG_INFO("stopped cleanly");
   ucp::Logger::shutdown();

@@ -1,7 +1,8 @@
-// bench_client: echo pingpong load generator (SPEC §7).
+// bench_client: echo pingpong load generator (docs/design.md, "Binaries").
 //
 //   bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] [-t THREADS] [--json]
 //                [-w WARMUP_SECONDS] [--server-pid PID] [--churn]
+//   bench_client --version
 //
 // --churn measures connection set-up instead (Churn.h): each of CONNS slots connects, echoes
 // one SIZE-byte message, closes and starts over; the report is in connections per second.
@@ -61,6 +62,7 @@
 #include <unistd.h>
 
 #include "ucp/base/UniqueFd.h"
+#include "ucp/version.h"
 
 #include "BenchSupport.h"
 #include "Churn.h"
@@ -107,6 +109,7 @@ struct Options {
   std::fprintf(stderr,
                "usage: bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] "
                "[-t THREADS] [-w WARMUP_SECONDS] [--uring] [--churn] [--json] [--server-pid PID]\n"
+               "       bench_client --version\n"
                "  echo pingpong: each connection keeps DEPTH (default 1) messages of SIZE bytes "
                "in flight;\n"
                "  --churn: each of CONNS slots connects, echoes one SIZE-byte message, closes "
@@ -134,6 +137,10 @@ Options parse_options(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
     if (flag == "--help") usage(nullptr);
+    if (flag == "--version") {
+      std::printf("bench_client (UCP) %s\n", UCP_VERSION_STRING);
+      std::exit(0);
+    }
     if (flag == "--json") {
       options.json = true;
       continue;

@@ -11,7 +11,8 @@
 namespace ucp {
 namespace {
 
-// SPEC §5, byte for byte: the seed's example must load unchanged.
+// The original example configuration (docs/design.md, section 7), byte for byte: it must
+// load unchanged.
 constexpr char kSpecExample[] = R"ini([server]
 name = TcpServer
 ip = 0.0.0.0

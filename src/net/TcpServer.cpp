@@ -2,8 +2,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "ucp/log/Logger.h"
+#include "ucp/net/SocketActivation.h"
 
 #include "RingHandOff.h"
 
@@ -28,8 +31,18 @@ TcpServer::~TcpServer() {
 }
 
 std::string TcpServer::start(std::string* warnings) {
-  auto address = InetAddress::parse(options_.ip, options_.port);
-  if (!address) return "server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address";
+  // An inherited listening socket is ours from here on, whatever fails next.
+  UniqueFd inherited(options_.listen_fd);
+  std::optional<InetAddress> address;
+  if (inherited) {
+    if (auto checked = check_listening_tcp_socket(inherited.get()); !checked) {
+      return "inherited socket (fd " + std::to_string(inherited.get()) +
+             ") is not a listening TCP socket: " + checked.error().message();
+    }
+  } else {
+    address = InetAddress::parse(options_.ip, options_.port);
+    if (!address) return "server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address";
+  }
 
   // The main loop only accepts: it needs no provided or registered buffers of its own.
   LoopOptions main_options = loop_options_;
@@ -41,16 +54,21 @@ std::string TcpServer::start(std::string* warnings) {
   if (!main_loop) return EventLoop::describe_setup_error(main_loop.error(), main_options);
   main_loop_ = std::move(*main_loop);
 
-  auto listening = listen_on(*address, options_.listen);
-  if (!listening) {
-    if (listening.error() == std::errc::address_in_use) {
-      return "cannot listen on " + address->to_string() +
-             ": address already in use; stop the other server or choose another server.port";
+  if (inherited) {
+    listen_fd_ = std::move(inherited);
+    local_ = InetAddress::local_of(listen_fd_.get()).value_or(InetAddress{});
+  } else {
+    auto listening = listen_on(*address, options_.listen);
+    if (!listening) {
+      if (listening.error() == std::errc::address_in_use) {
+        return "cannot listen on " + address->to_string() +
+               ": address already in use; stop the other server or choose another server.port";
+      }
+      return "cannot listen on " + address->to_string() + ": " + listening.error().message();
     }
-    return "cannot listen on " + address->to_string() + ": " + listening.error().message();
+    listen_fd_ = std::move(*listening);
+    local_ = InetAddress::local_of(listen_fd_.get()).value_or(*address);
   }
-  listen_fd_ = std::move(*listening);
-  local_ = InetAddress::local_of(listen_fd_.get()).value_or(*address);
 
   main_loop_->attach(listen_fd_.get());
 

@@ -434,8 +434,8 @@ TEST_F(HttpHostile, MalformedAndOversizedRequestsGet4xxOrCloseNeverAHang) {
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
-// Framing vectors from IO_URING_PITFALLS.md beyond the list, with a smaller head limit
-// (server.max_request_bytes = 8192) so that long targets and many headers exceed it.
+// Framing vectors (docs/design.md, section 9) beyond the first test's list, with a smaller head
+// limit (server.max_request_bytes = 8192) so that long targets and many headers exceed it.
 TEST_F(HttpHostile, MoreFramingVectorsGet4xxOrClose) {
   ServerProcess server(
       {"server.protocol=http", "server.read_timeout_ms=30000", "server.max_request_bytes=8192"});

@@ -14,7 +14,9 @@
 // line and parses the port (`launch` only starts it, for tests of start-up failures). The
 // child gets SIGPIPE at its default disposition and an empty signal mask whatever the test
 // process uses, optionally an address-space limit (RLIMIT_AS, like `prlimit --as`), and dies
-// with the test (PR_SET_PDEATHSIG).
+// with the test (PR_SET_PDEATHSIG). With Options::listen_fd the child starts as systemd starts a
+// socket-activated service: that socket at fd 3, LISTEN_FDS=1 and LISTEN_PID = the child's pid
+// (or another pid, to check that a server ignores sockets meant for someone else).
 // The destructor kills a server still running and removes the directory (kept when the
 // environment variable UCP_KEEP_SERVER_LOGS is set). One thread uses an instance.
 
@@ -31,6 +33,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -87,6 +90,8 @@ class ServerProcess {
     std::string config_path;             // the CONFIG argument; empty = the generated file
     int64_t start_timeout_ms = 10000;    // bound on the wait for "listening on"
     std::string binary = UCP_BIN_DIR "/proactor_test";
+    int listen_fd = -1;               // >= 0: the child's fd 3, with LISTEN_FDS=1
+    bool listen_pid_is_child = true;  // false: LISTEN_PID names the test process
   };
 
   explicit ServerProcess(std::vector<std::string> overrides = {}) {
@@ -164,6 +169,26 @@ class ServerProcess {
     const rlimit address_space{options_.address_space_limit, options_.address_space_limit};
     const bool set_address_space = options_.address_space_limit != 0;
     const pid_t parent = ::getpid();
+    // Socket activation: the environment is built here; LISTEN_PID's digits are written in the
+    // child (getpid() is async-signal-safe, formatting by hand too).
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string_view entry(*e);
+      if (entry.rfind("LISTEN_", 0) != 0) environment.emplace_back(entry);
+    }
+    const bool activate = options_.listen_fd >= 0;
+    char listen_pid[32] = "LISTEN_PID=";
+    if (activate) {
+      environment.emplace_back("LISTEN_FDS=1");
+      if (!options_.listen_pid_is_child) {
+        environment.emplace_back("LISTEN_PID=" + std::to_string(parent));
+      }
+    }
+    std::vector<char*> envp;
+    for (auto& e : environment) envp.push_back(e.data());
+    if (activate && options_.listen_pid_is_child) envp.push_back(listen_pid);
+    envp.push_back(nullptr);
+    const int listen_fd = options_.listen_fd;
 
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -187,7 +212,22 @@ class ServerProcess {
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       if (set_nofile && ::setrlimit(RLIMIT_NOFILE, &nofile) != 0) ::_exit(126);
       if (set_address_space && ::setrlimit(RLIMIT_AS, &address_space) != 0) ::_exit(126);
-      ::execv(argv[0], argv.data());
+      if (activate) {
+        // fd 3 without close-on-exec, as a service manager passes it.
+        if (listen_fd == 3) {
+          if (::fcntl(3, F_SETFD, 0) != 0) ::_exit(125);
+        } else if (::dup2(listen_fd, 3) != 3) {
+          ::_exit(125);
+        }
+        char digits[16];
+        int length = 0;
+        for (pid_t self = ::getpid(); self > 0; self /= 10)
+          digits[length++] = char('0' + self % 10);
+        size_t at = std::strlen(listen_pid);
+        while (length > 0) listen_pid[at++] = digits[--length];
+        listen_pid[at] = '\0';
+      }
+      ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     ::close(out_fd);

@@ -8,7 +8,7 @@
 // A push is one atomic exchange plus one store: wait-free for producers. Between those
 // two steps the new node is not yet linked, so `pop` may briefly see an empty queue;
 // `maybe_nonempty` still reports it, which is what a loop checks before sleeping.
-// Why our own: the design asks for it (SPEC §2.7), and a node per push with no lock
+// Why our own: the design asks for it (docs/design.md, section 4), and a node per push with no lock
 // keeps posting threads from ever waiting on the loop thread.
 
 #include <atomic>

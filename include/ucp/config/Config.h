@@ -1,9 +1,9 @@
 #pragma once
-// Config: the typed content of a UCP ini file. Every key has a default, so an empty file is
-// valid. `Config::load` refuses unknown sections or keys, malformed lines, duplicate keys,
-// bad numbers, out-of-range values and settings whose memory the machine cannot have with a
-// ConfigError whose message is one line, "FILE:LINE: section.key: what is wrong" (exit 2 in
-// bin/proactor_test).
+// Config: the typed content of a UCP ini file (docs/config.md). Every key has a default, so an
+// empty file is valid. `Config::load` refuses unknown sections or keys, malformed lines,
+// duplicate keys, bad numbers, out-of-range values and settings whose memory the machine cannot
+// have with a ConfigError whose message is one line, "FILE:LINE: section.key: what is wrong"
+// (exit 2 in bin/proactor_test).
 //
 // Format (docs/config.md has the full key table):
 //   [section]              a header; the same section may be opened again later

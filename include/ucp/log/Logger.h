@@ -1,5 +1,5 @@
 #pragma once
-// The UCP logger (SPEC §6): LOG_TRACE ... LOG_FATAL with fmt format strings checked at
+// The UCP logger (docs/logger.md): LOG_TRACE ... LOG_FATAL with fmt format strings checked at
 // compile time. When a level is disabled the macro evaluates no argument.
 //
 // Asynchronous mode (the default): the calling thread copies the format string and the
@@ -39,7 +39,7 @@ std::optional<LogLevel> parse_log_level(std::string_view text) noexcept;
 
 enum class QueueFullPolicy : uint8_t { kBlock, kDrop };
 
-/// The [log] section of the configuration (SPEC §5).
+/// The [log] section of the configuration (docs/config.md).
 struct LogOptions {
   LogLevel level = LogLevel::kInfo;
   std::string file = "logs/server.log";  // empty: no file sink

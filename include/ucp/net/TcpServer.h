@@ -54,6 +54,10 @@ struct ServerOptions {
   // Output that waits this long for the peer to take a byte fails with timed_out and the
   // connection stops reading (its handler then returns and it closes). 0 = never.
   uint32_t write_timeout_ms = 0;
+  // An already-listening TCP socket to accept on instead of binding ip:port (socket
+  // activation: ucp/net/SocketActivation.h); -1 = bind. start() takes ownership of it, and
+  // ip, port and listen are then unused.
+  int listen_fd = -1;
 };
 
 class TcpServer {
