@@ -162,7 +162,8 @@ Task<> TcpServer::accept_backoff(std::error_code error) {
   if (error == std::errc::too_many_files_open ||
       error == std::errc::too_many_files_open_in_system || error == std::errc::no_buffer_space ||
       error == std::errc::not_enough_memory) {
-    // Out of fds: retrying at once would spin (PITFALLS #8). Back off, warn once a second.
+    // Out of fds: retrying at once would spin (docs/design.md, pitfall 8). Back off, warn once
+    // a second.
     if (warn_allowed(last_fd_warning_)) {
       LOG_WARN("accept: {} ({} connections open); pausing accepts for 100 ms", error.message(),
                live_.load());

@@ -1,6 +1,6 @@
 #pragma once
 // EventLoopThreadPool: N worker threads, each creating and running its own EventLoop.
-// The main loop hands connections to `next_loop()` round-robin (SPEC §1).
+// The main loop hands connections to `next_loop()` round-robin (docs/design.md, section 2).
 //
 // Thread contract: start/next_loop/stop_all/join from the owning (main) thread; the loops
 // themselves are reached from there only through EventLoop::post and stop.
