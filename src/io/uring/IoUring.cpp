@@ -258,13 +258,9 @@ void IoUring::submit_and_wait(unsigned wait_nr, std::chrono::nanoseconds timeout
 }
 
 std::string describe_setup_error(std::error_code error, const LoopOptions& options) {
+  // EPERM, ENOSYS and EINVAL mean io_uring is unavailable on this host: BackendSelection
+  // explains those. What is left are limits of this process.
   switch (error.value()) {
-    case EPERM:
-    case ENOSYS:
-      return "io_uring is not available: it is disabled (sysctl kernel.io_uring_disabled) or "
-             "blocked by a seccomp filter (e.g. Docker's default profile) [" +
-             error.message() +
-             "]; run on a host or container that allows io_uring (kernel >= 5.19 recommended)";
     case ENOMEM: {
       rlimit limit{};
       ::getrlimit(RLIMIT_MEMLOCK, &limit);
@@ -272,10 +268,6 @@ std::string describe_setup_error(std::error_code error, const LoopOptions& optio
              " entries: out of locked memory (RLIMIT_MEMLOCK = " + std::to_string(limit.rlim_cur) +
              " bytes); raise `ulimit -l` or lower event_loop.ring_entries";
     }
-    case EINVAL:
-      return "the kernel rejected the io_uring parameters (ring_entries = " +
-             std::to_string(options.ring_entries) + "): " + error.message() +
-             "; kernel >= 5.19 recommended";
     case EMFILE:
     case ENFILE:
       return "cannot set up an io_uring: out of file descriptors (" + error.message() + ")";
