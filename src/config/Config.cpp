@@ -177,6 +177,14 @@ const std::vector<Key>& keys() {
       {"server", "max_output_bytes", unsigned_key(kServer, &S::max_output_bytes, 1024, 4294967296)},
       {"server", "max_request_bytes", unsigned_key(kServer, &S::max_request_bytes, 1024, 16777216)},
 
+      {"event_loop", "backend",
+       [](Config& config, std::string_view value) -> std::string {
+         if (value != "auto" && value != "io_uring" && value != "epoll") {
+           return quoted(value) + " is not a backend (use auto, io_uring or epoll)";
+         }
+         config.event_loop.backend = std::string(value);
+         return {};
+       }},
       {"event_loop", "ring_entries", unsigned_key(kLoop, &E::ring_entries, 8, 32768, kPow2)},
       {"event_loop", "sqpoll", bool_key(kLoop, &E::sqpoll)},
       {"event_loop", "sqpoll_idle_ms", unsigned_key(kLoop, &E::sqpoll_idle_ms, 0, 60000)},
