@@ -325,6 +325,15 @@ bool EpollBackend::is_stream(int fd, FdState& s) noexcept {
   return s.stream == 1;
 }
 
+// A short transfer on a stream socket means it is drained (or full): the next change brings
+// a new edge. Except once the peer has shut down: its FIN (or an error) may be all that is
+// left to read, and that edge has been seen already.
+bool EpollBackend::drained(int fd, FdState& s, Direction d) noexcept {
+  if (!s.attached) return false;  // no hints kept: the one-shot registration is level-triggered
+  if (d == Direction::kRead && s.read_closed) return false;
+  return is_stream(fd, s);
+}
+
 void EpollBackend::clear_hint(FdState& s, Direction d) noexcept {
   (d == Direction::kRead ? s.readable : s.writable) = false;
 }
@@ -394,9 +403,7 @@ EpollBackend::Outcome EpollBackend::perform(Operation& op, FdState& s) noexcept 
   }
   // A stream socket that took or gave less than asked is full or drained: the next change
   // brings a new edge, so the next operation waits for it instead of probing with EAGAIN.
-  if (n > 0 && static_cast<size_t>(n) < wanted && s.attached && is_stream(fd, s)) {
-    clear_hint(s, d);
-  }
+  if (n > 0 && static_cast<size_t>(n) < wanted && drained(fd, s, d)) clear_hint(s, d);
   complete(op, static_cast<int32_t>(n));
   return Outcome::kCompleted;
 }
@@ -448,8 +455,8 @@ EpollBackend::Outcome EpollBackend::receive_multishot(Operation& op, FdState& s)
       completions_.push_back(
           {&op, static_cast<int32_t>(n),
            kCompletionMore | kCompletionBuffer | (uint32_t{buffer_id} << kBufferIdShift)});
-      if (static_cast<uint32_t>(n) < size && s.attached && is_stream(fd, s)) {
-        s.readable = false;  // drained
+      if (static_cast<uint32_t>(n) < size && drained(fd, s, Direction::kRead)) {
+        s.readable = false;
         return Outcome::kBlocked;
       }
       continue;
@@ -594,6 +601,7 @@ void EpollBackend::forget(FdState& s) noexcept {
   s.attached = false;
   s.armed = 0;
   s.readable = s.writable = false;
+  s.read_closed = false;
   s.nonblocking = false;
   s.stream = -1;
   ++s.generation;  // events still on their way from the old registration are ignored
@@ -625,6 +633,7 @@ void EpollBackend::on_event(const epoll_event& event) noexcept {
   if (s.generation != generation) return;  // an old registration of this fd number
   if (!s.attached) s.armed = 0;            // a one-shot registration is spent
   if (event.events & kReadEvents) s.readable = true;
+  if (event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) s.read_closed = true;
   if (event.events & kWriteEvents) s.writable = true;
   run_waiters(fd, s);
 }
@@ -671,6 +680,7 @@ void EpollBackend::attach(int fd) noexcept {
   s.in_set = true;
   s.armed = 0;
   s.readable = s.writable = false;
+  s.read_closed = false;
   s.nonblocking = false;
   s.stream = -1;
 }

@@ -104,6 +104,7 @@ class EpollBackend final : public Backend {
     bool in_set = false;      // (probably) in the epoll set: try MOD before ADD
     bool readable = false;    // hints
     bool writable = false;
+    bool read_closed = false;  // an event said RDHUP/HUP/ERR: reads no longer wait, ever
     bool nonblocking = false;  // attached: O_NONBLOCK known to be set
     int8_t stream = -1;        // attached: a SOCK_STREAM socket? -1 = not known yet
     bool revisit = false;      // in revisit_: ready work left over from a spent budget
@@ -136,6 +137,7 @@ class EpollBackend final : public Backend {
   int32_t connect_step(Operation& op) noexcept;
   bool ensure_nonblocking(int fd, FdState& s) noexcept;
   bool is_stream(int fd, FdState& s) noexcept;
+  bool drained(int fd, FdState& s, Direction d) noexcept;
   void clear_hint(FdState& s, Direction d) noexcept;
 
   void park(Operation& op, FdState& s, Direction d) noexcept;
