@@ -20,6 +20,7 @@
 #include "ucp/memory/MemoryPool.h"
 #include "ucp/net/TcpServer.h"
 
+#include "Backends.h"
 #include "LoopbackClient.h"
 
 namespace ucp {
@@ -32,7 +33,7 @@ constexpr uint64_t kSmallLimit = 64 * 1024;  // max_output_bytes where a test wa
 
 class WriteServer {
  public:
-  WriteServer(TcpServer::Handler handler, uint64_t max_output_bytes,
+  WriteServer(BackendKind backend, TcpServer::Handler handler, uint64_t max_output_bytes,
               uint32_t shutdown_timeout_ms = 3000) {
     ServerOptions options;
     options.ip = "127.0.0.1";
@@ -42,6 +43,7 @@ class WriteServer {
     options.shutdown_timeout_ms = shutdown_timeout_ms;
     options.max_output_bytes = max_output_bytes;
     LoopOptions loop;
+    loop.backend = backend;
     loop.ring_entries = 256;
     server_ = std::make_unique<TcpServer>(options, loop, std::move(handler));
     std::string error = server_->start();
@@ -114,6 +116,14 @@ bool wait_until(Predicate done, std::chrono::milliseconds timeout = 15s) {
   return true;
 }
 
+// Every test runs on io_uring and on epoll.
+class TcpConnectionWrite : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, TcpConnectionWrite, test::kAllBackends, test::backend_name);
+
 // ---- byte order across write() and write_all(), from two coroutines ----
 
 struct Piece {
@@ -167,10 +177,11 @@ Task<> two_interleaved_writers(TcpConnection& connection, OrderState& state) {
   }
 }
 
-TEST(TcpConnectionWrite, InterleavedWriteAndWriteAllArriveInCallOrder) {
+TEST_P(TcpConnectionWrite, InterleavedWriteAndWriteAllArriveInCallOrder) {
   OrderState state;
-  WriteServer server([&state](TcpConnection& c) { return two_interleaved_writers(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return two_interleaved_writers(c, state); },
+      kSmallLimit);
   UniqueFd client = connect_client(server.port());
   ASSERT_TRUE(client);
   Received received = receive_until_closed(client.get());
@@ -225,10 +236,11 @@ Task<> many_small_writes(TcpConnection& connection, CoalesceState& state) {
   state.drained = connection.queued_output_bytes() == 0;
 }
 
-TEST(TcpConnectionWrite, ManySmallWritesCoalesceIntoFewSendsAndAllArrive) {
+TEST_P(TcpConnectionWrite, ManySmallWritesCoalesceIntoFewSendsAndAllArrive) {
   CoalesceState state;
-  WriteServer server([&state](TcpConnection& c) { return many_small_writes(c, state); },
-                     /*max_output_bytes=*/4194304);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return many_small_writes(c, state); },
+      /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port());
   ASSERT_TRUE(client);
   Received received = receive_until_closed(client.get());
@@ -276,10 +288,10 @@ Task<> write_until_told(TcpConnection& connection, BoundedState& state) {
   }
 }
 
-TEST(TcpConnectionWrite, WriteSuspendsPastMaxOutputBytesAndResumesWhenThePeerReads) {
+TEST_P(TcpConnectionWrite, WriteSuspendsPastMaxOutputBytesAndResumesWhenThePeerReads) {
   BoundedState state;
-  WriteServer server([&state](TcpConnection& c) { return write_until_told(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_until_told(c, state); }, kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   // Not reading: the writer must stop making progress, suspended inside write().
@@ -327,10 +339,11 @@ Task<> write_and_return(TcpConnection& connection, ReturnState& state) {
   state.queued_at_return = connection.queued_output_bytes();
 }
 
-TEST(TcpConnectionWrite, HandlerThatWritesAndReturnsAtOnceDeliversEverythingBeforeEof) {
+TEST_P(TcpConnectionWrite, HandlerThatWritesAndReturnsAtOnceDeliversEverythingBeforeEof) {
   ReturnState state;
-  WriteServer server([&state](TcpConnection& c) { return write_and_return(c, state); },
-                     /*max_output_bytes=*/4194304);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_and_return(c, state); },
+      /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.queued_at_return.load() > 0; }));
@@ -358,10 +371,11 @@ Task<> write_then_half_close(TcpConnection& connection, HalfCloseState& state) {
   (void)co_await connection.read(std::span<char>(&byte, 1));  // until the peer closes
 }
 
-TEST(TcpConnectionWrite, ShutdownWriteSendsFinAfterTheQueuedBytes) {
+TEST_P(TcpConnectionWrite, ShutdownWriteSendsFinAfterTheQueuedBytes) {
   HalfCloseState state;
-  WriteServer server([&state](TcpConnection& c) { return write_then_half_close(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_then_half_close(c, state); },
+      kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   std::this_thread::sleep_for(100ms);
@@ -404,10 +418,10 @@ Task<> write_until_reset(TcpConnection& connection, ResetState& state) {
   state.done = true;
 }
 
-TEST(TcpConnectionWrite, PeerResetWithBytesQueuedFailsLaterWritesAndFreesTheQueue) {
+TEST_P(TcpConnectionWrite, PeerResetWithBytesQueuedFailsLaterWritesAndFreesTheQueue) {
   ResetState state;
-  WriteServer server([&state](TcpConnection& c) { return write_until_reset(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_until_reset(c, state); }, kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   size_t last = ~size_t{0};
@@ -446,11 +460,12 @@ Task<> write_much_and_return(TcpConnection& connection, AbandonState& state) {
   state.returned = true;
 }
 
-TEST(TcpConnectionWrite, CloseGivesUpOnAPeerThatNeverReadsAfterTheFlushTimeout) {
+TEST_P(TcpConnectionWrite, CloseGivesUpOnAPeerThatNeverReadsAfterTheFlushTimeout) {
   constexpr uint32_t kFlushTimeoutMs = 300;
   AbandonState state;
-  WriteServer server([&state](TcpConnection& c) { return write_much_and_return(c, state); },
-                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/kFlushTimeoutMs);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_much_and_return(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/kFlushTimeoutMs);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.returned.load(); }));
@@ -483,10 +498,11 @@ Task<> write_then_wait_for_stop(TcpConnection& connection, StopState& state) {
   (void)co_await connection.read(std::span<char>(&byte, 1));  // ends with the stop
 }
 
-TEST(TcpConnectionWrite, GracefulStopStillDeliversBufferedWrites) {
+TEST_P(TcpConnectionWrite, GracefulStopStillDeliversBufferedWrites) {
   StopState state;
-  WriteServer server([&state](TcpConnection& c) { return write_then_wait_for_stop(c, state); },
-                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/5000);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_then_wait_for_stop(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/5000);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.written.load(); }));
