@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include "BackendProbe.h"
 #include "LoopbackClient.h"
 #include "ServerProcess.h"
 
@@ -121,13 +122,25 @@ void report(const std::string& key, int64_t value) {
   std::printf("[ figure   ] %s = %lld\n", key.c_str(), static_cast<long long>(value));
 }
 
-class HttpHostile : public ::testing::Test {
+// Every test runs bin/proactor_test on io_uring and on epoll (event_loop.backend).
+class HttpHostile : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { ::signal(SIGPIPE, SIG_IGN); }
+  void SetUp() override {
+    UCP_SKIP_UNLESS_NAMED_BACKEND_USABLE(GetParam());
+    ::signal(SIGPIPE, SIG_IGN);
+  }
+  /// `overrides` plus the backend under test.
+  std::vector<std::string> on_backend(std::vector<std::string> overrides) const {
+    overrides.push_back("event_loop.backend=" + GetParam());
+    return overrides;
+  }
 };
 
-TEST_F(HttpHostile, AnswersPipelinedAndHalfClosedRequests) {
-  ServerProcess server({"server.protocol=http"});
+INSTANTIATE_TEST_SUITE_P(Backends, HttpHostile, test::kBackendNames,
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST_P(HttpHostile, AnswersPipelinedAndHalfClosedRequests) {
+  ServerProcess server(on_backend({"server.protocol=http"}));
   UCP_START_SERVER(server);
   // 100 requests in one write: 100 responses in order on the same connection.
   auto fd = connect_loopback(server.port());
@@ -168,12 +181,12 @@ TEST_F(HttpHostile, AnswersPipelinedAndHalfClosedRequests) {
 
 // Slowloris: headers trickling in one byte per 200 ms never complete a request. Each byte
 // restarts a per-read timer of 500 ms, so only a deadline for the whole head cuts them off.
-TEST_F(HttpHostile, SlowlorisIsCutOffNearTheReadTimeoutWhileOthersAreServed) {
+TEST_P(HttpHostile, SlowlorisIsCutOffNearTheReadTimeoutWhileOthersAreServed) {
   constexpr int64_t kTimeoutMs = 500;
   constexpr size_t kSlowClients = 20;
   constexpr auto kByteGap = 200ms;
   constexpr int64_t kGiveUpMs = 6000;
-  ServerProcess server({"server.protocol=http", "server.read_timeout_ms=500"});
+  ServerProcess server(on_backend({"server.protocol=http", "server.read_timeout_ms=500"}));
   UCP_START_SERVER(server);
   std::vector<UniqueFd> slow;
   for (size_t i = 0; i < kSlowClients; ++i) {
@@ -256,8 +269,8 @@ struct Vector {
   return ::testing::AssertionSuccess() << v.name << ": " << r.status;
 }
 
-TEST_F(HttpHostile, MalformedAndOversizedRequestsGet4xxOrCloseNeverAHang) {
-  ServerProcess server({"server.protocol=http", "server.read_timeout_ms=30000"});
+TEST_P(HttpHostile, MalformedAndOversizedRequestsGet4xxOrCloseNeverAHang) {
+  ServerProcess server(on_backend({"server.protocol=http", "server.read_timeout_ms=30000"}));
   UCP_START_SERVER(server);
   const std::string post = "POST / HTTP/1.1\r\nHost: localhost\r\n";
   const std::vector<Vector> vectors = {
@@ -297,9 +310,9 @@ TEST_F(HttpHostile, MalformedAndOversizedRequestsGet4xxOrCloseNeverAHang) {
 
 // Framing vectors from IO_URING_PITFALLS.md beyond the list, with a smaller head limit
 // (server.max_request_bytes = 8192) so that long targets and many headers exceed it.
-TEST_F(HttpHostile, MoreFramingVectorsGet4xxOrClose) {
-  ServerProcess server(
-      {"server.protocol=http", "server.read_timeout_ms=30000", "server.max_request_bytes=8192"});
+TEST_P(HttpHostile, MoreFramingVectorsGet4xxOrClose) {
+  ServerProcess server(on_backend(
+      {"server.protocol=http", "server.read_timeout_ms=30000", "server.max_request_bytes=8192"}));
   UCP_START_SERVER(server);
   const std::string post = "POST / HTTP/1.1\r\nHost: localhost\r\n";
   const std::vector<Vector> vectors = {
@@ -328,8 +341,8 @@ TEST_F(HttpHostile, MoreFramingVectorsGet4xxOrClose) {
 
 // Bare LF line endings ("GET / HTTP/1.1\nHost: x\n\n"): RFC 9112 §2.2 lets a server reject
 // them (400) or accept them; it must not wait for a CRLF CRLF that never comes.
-TEST_F(HttpHostile, BareLineFeedRequestIsAnsweredOrRejected) {
-  ServerProcess server({"server.protocol=http", "server.read_timeout_ms=30000"});
+TEST_P(HttpHostile, BareLineFeedRequestIsAnsweredOrRejected) {
+  ServerProcess server(on_backend({"server.protocol=http", "server.read_timeout_ms=30000"}));
   UCP_START_SERVER(server);
   auto fd = connect_loopback(server.port());
   ASSERT_TRUE(fd);

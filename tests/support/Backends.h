@@ -13,19 +13,15 @@
 //
 // io_uring may be blocked where the suite runs (a container's seccomp profile, sysctl
 // kernel.io_uring_disabled): its half then skips with the reason instead of failing, and the
-// epoll half still runs. Header-only, without any ucp library (the integration tests link
-// none), so the probe is the raw system call.
+// epoll half still runs (BackendProbe.h).
 
-#include <cerrno>
-#include <cstring>
 #include <string>
 
 #include <gtest/gtest.h>
-#include <linux/io_uring.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "ucp/io/EventLoop.h"
+
+#include "BackendProbe.h"
 
 namespace ucp::test {
 
@@ -43,28 +39,13 @@ inline const char* backend_label(BackendKind kind) {
   return "auto";
 }
 
-/// The config override that selects `kind` in bin/proactor_test.
-inline std::string backend_override(BackendKind kind) {
-  return std::string("event_loop.backend=") + backend_label(kind);
-}
-
 inline std::string backend_name(const ::testing::TestParamInfo<BackendKind>& info) {
   return backend_label(info.param);
 }
 
 /// Empty when `kind` can run here; otherwise why not.
 inline std::string backend_unusable(BackendKind kind) {
-  if (kind != BackendKind::kIoUring) return {};
-  static const std::string reason = [] {
-    io_uring_params params{};
-    const long fd = ::syscall(__NR_io_uring_setup, 2, &params);
-    if (fd >= 0) {
-      ::close(static_cast<int>(fd));
-      return std::string();
-    }
-    return std::string("io_uring is not available here: ") + std::strerror(errno);
-  }();
-  return reason;
+  return kind == BackendKind::kIoUring ? io_uring_unusable() : std::string();
 }
 
 }  // namespace ucp::test
