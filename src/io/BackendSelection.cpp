@@ -38,9 +38,9 @@ std::string kernel_release() {
 }
 
 constexpr const char* kSeccompRemedy =
-    "allow io_uring in the container's seccomp profile (docker run --security-opt "
-    "seccomp=deploy/seccomp-io_uring.json; Kubernetes: securityContext.seccompProfile; see "
-    "README \"Running in containers\")";
+    "allow it in the container's seccomp profile (docker run --security-opt "
+    "seccomp=deploy/seccomp-io_uring.json; Kubernetes: securityContext.seccompProfile; README "
+    "\"Running in containers\")";
 
 }  // namespace
 
@@ -49,45 +49,51 @@ bool io_uring_unavailable(std::error_code error) noexcept {
   return value == EPERM || value == ENOSYS || value == EINVAL;
 }
 
-std::string explain_io_uring_unavailable(std::error_code error) {
-  const std::string what = " [" + error.message() + "]; ";
+IoUringDiagnosis diagnose_io_uring(std::error_code error) {
+  const std::string code = " [" + error.message() + "]";
   const int disabled = io_uring_disabled_sysctl();
   switch (error.value()) {
     case EPERM:
       if (disabled == 2) {
-        return "io_uring is disabled by sysctl kernel.io_uring_disabled = 2" + what +
-               "enable it with `sysctl -w kernel.io_uring_disabled=0` (as root)";
+        return {"io_uring is disabled by sysctl kernel.io_uring_disabled = 2" + code,
+                "enable it with `sysctl -w kernel.io_uring_disabled=0` (as root)"};
       }
       if (disabled == 1) {
-        return "io_uring is restricted by sysctl kernel.io_uring_disabled = 1 to members of "
-               "the group kernel.io_uring_group" +
-               what +
-               "run as a member of that group, or `sysctl -w kernel.io_uring_disabled=0` (as "
-               "root)";
+        return {
+            "io_uring is restricted by sysctl kernel.io_uring_disabled = 1 to members of the "
+            "group kernel.io_uring_group" +
+                code,
+            "run as a member of that group, or `sysctl -w kernel.io_uring_disabled=0` (as "
+            "root)"};
       }
       if (under_seccomp_filter()) {
-        return "io_uring is blocked by a seccomp filter (e.g. Docker's or containerd's default "
-               "profile)" +
-               what + kSeccompRemedy;
+        return {
+            "io_uring is blocked by a seccomp filter (e.g. Docker's or containerd's default "
+            "profile)" +
+                code,
+            kSeccompRemedy};
       }
-      return "io_uring_setup was refused (EPERM) without a seccomp filter or sysctl "
-             "kernel.io_uring_disabled saying so (a security module or sandbox such as gVisor?)" +
-             what + "allow io_uring_setup for this process";
+      return {
+          "io_uring_setup was refused (EPERM) without a seccomp filter or sysctl "
+          "kernel.io_uring_disabled saying so (a security module or sandbox such as gVisor?)" +
+              code,
+          "allow io_uring_setup for this process"};
     case ENOSYS:
       if (under_seccomp_filter()) {
-        return "io_uring is blocked by a seccomp filter (ENOSYS; or the kernel lacks it)" + what +
-               kSeccompRemedy;
+        return {"io_uring is blocked by a seccomp filter (or missing from the kernel)" + code,
+                kSeccompRemedy};
       }
-      return "the kernel (" + kernel_release() +
-             ") has no io_uring (built without CONFIG_IO_URING, or older than 5.1)" + what +
-             "run on a kernel with io_uring (5.19 or later; 6.1+ for every feature)";
+      return {"the kernel (" + kernel_release() +
+                  ") has no io_uring (built without CONFIG_IO_URING, or older than 5.1)" + code,
+              "run on a kernel with io_uring (5.19 or later; 6.1+ for every feature)"};
     case EINVAL:
-      return "the kernel (" + kernel_release() +
-             ") is too old for the io_uring set-up UCP uses (IORING_SETUP_SUBMIT_ALL and "
-             "R_DISABLED need 5.18)" +
-             what + "run on kernel 5.19 or later (6.1+ for every feature)";
+      return {"the kernel (" + kernel_release() +
+                  ") is too old for the io_uring set-up UCP uses (IORING_SETUP_SUBMIT_ALL and "
+                  "R_DISABLED need 5.18)" +
+                  code,
+              "run on kernel 5.19 or later (6.1+ for every feature)"};
     default:
-      return "io_uring set-up failed" + what + "see the error";
+      return {"io_uring set-up failed" + code, "see the error"};
   }
 }
 
@@ -96,7 +102,8 @@ std::string describe_backend_setup_error(std::error_code error, const LoopOption
     return "cannot set up the epoll backend: " + error.message();
   }
   if (!io_uring_unavailable(error)) return describe_setup_error(error, options);  // limits
-  std::string text = explain_io_uring_unavailable(error);
+  const IoUringDiagnosis why = diagnose_io_uring(error);
+  std::string text = why.cause + "; to use io_uring, " + why.remedy;
   if (options.backend == BackendKind::kIoUring) {
     text += "; or set event_loop.backend = auto to run on epoll where io_uring is unavailable";
   }
@@ -124,10 +131,10 @@ Result<std::unique_ptr<Backend>> create_backend(EventLoop& owner, const LoopOpti
   std::string epoll_notes;
   auto epoll = EpollBackend::create(owner, options, epoll_notes);
   if (!epoll) return Unexpected{epoll.error()};
-  warnings += "backend: " + explain_io_uring_unavailable(uring.error()) +
-              "; running on epoll instead (same API and behaviour, fewer features; see README "
-              "\"Running in containers\")\n" +
-              epoll_notes;
+  const IoUringDiagnosis why = diagnose_io_uring(uring.error());
+  warnings += "backend: " + why.cause +
+              ": running on epoll instead (same API and behaviour); to use io_uring, " +
+              why.remedy + "\n" + epoll_notes;
   return std::unique_ptr<Backend>(std::move(*epoll));
 }
 

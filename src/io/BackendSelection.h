@@ -36,8 +36,13 @@ std::string describe_backend_setup_error(std::error_code error, const LoopOption
 /// True for io_uring set-up errors that mean "not on this host" (EPERM, ENOSYS, EINVAL).
 bool io_uring_unavailable(std::error_code error) noexcept;
 
-/// Why io_uring set-up failed with `error` and what would bring it back, as
-/// "<cause> [<error>]; <remedy>" (no trailing newline).
-std::string explain_io_uring_unavailable(std::error_code error);
+/// Why io_uring set-up failed with `error` ("io_uring is blocked by a seccomp filter ...
+/// [Operation not permitted]") and what would bring it back ("allow it in the container's
+/// seccomp profile (...)").
+struct IoUringDiagnosis {
+  std::string cause;
+  std::string remedy;
+};
+IoUringDiagnosis diagnose_io_uring(std::error_code error);
 
 }  // namespace ucp::io

@@ -11,8 +11,10 @@
 // port 0, console log at INFO, log file inside the directory), the child's stdout+stderr
 // ("output.log") and the server's own log file. `start` fork/execs the binary with the config
 // and every override as `--set KEY=VALUE`, then waits (bounded) for the "listening on IP:PORT"
-// line and parses the port. The child gets SIGPIPE at its default disposition and an empty
-// signal mask whatever the test process uses, and dies with the test (PR_SET_PDEATHSIG).
+// line and parses the port. Options::block_io_uring runs it under a seccomp filter that makes
+// io_uring_setup fail, as a container's default profile does. The child gets SIGPIPE at its
+// default disposition and an empty signal mask whatever the test process uses, and dies with
+// the test (PR_SET_PDEATHSIG).
 // The destructor kills a server still running and removes the directory (kept when the
 // environment variable UCP_KEEP_SERVER_LOGS is set). One thread uses an instance.
 
@@ -39,6 +41,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "SeccompFilter.h"
 
 #ifndef UCP_BIN_DIR
 #error "UCP_BIN_DIR must name the directory holding proactor_test (ucp_add_test defines it)"
@@ -81,7 +85,8 @@ class ServerProcess {
   struct Options {
     std::vector<std::string> overrides;  // "section.key=value", applied after the defaults
     rlim_t nofile_limit = 0;             // RLIMIT_NOFILE for the child; 0 = inherit
-    int64_t start_timeout_ms = 10000;    // bound on the wait for "listening on"
+    int block_io_uring = 0;  // > 0: a seccomp filter makes io_uring_setup fail with this errno
+    int64_t start_timeout_ms = 10000;  // bound on the wait for "listening on"
     std::string binary = UCP_BIN_DIR "/proactor_test";
   };
 
@@ -134,6 +139,7 @@ class ServerProcess {
     if (out_fd < 0) return fail("cannot create " + output);
     const rlimit nofile{options_.nofile_limit, options_.nofile_limit};
     const bool set_nofile = options_.nofile_limit != 0;
+    const int block_io_uring = options_.block_io_uring;
     const pid_t parent = ::getpid();
 
     const pid_t pid = ::fork();
@@ -157,6 +163,8 @@ class ServerProcess {
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       if (set_nofile && ::setrlimit(RLIMIT_NOFILE, &nofile) != 0) ::_exit(126);
+      // As in a container whose seccomp profile blocks io_uring (kept across exec).
+      if (block_io_uring > 0 && !block_io_uring_setup(block_io_uring)) ::_exit(125);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
