@@ -786,21 +786,30 @@ void EpollBackend::deliver_completions(ReadyList& ready, uint32_t limit) {
 void EpollBackend::poll(bool block, std::chrono::nanoseconds timeout, ReadyList& ready,
                         uint32_t limit) {
   start_submitted();
-  int wait_ms = 0;
+  // With completions already in hand (sends that went out at once, say) this poll does not
+  // look for events: the next one will, and an epoll_wait(0) here finds nothing as often as
+  // not, a system call for naught. Never twice in a row, so that a loop whose operations
+  // always complete at once still hears its other fds.
   const bool work_pending = completions_head_ < completions_.size() || !revisit_.empty();
-  if (block && !work_pending) {
-    if (timeout.count() < 0) {
-      wait_ms = -1;
-    } else {
-      // Round up: a timer due in 0.3 ms must not turn into a busy loop of 0 ms waits.
-      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
-      wait_ms = static_cast<int>(std::min<int64_t>(ms, INT_MAX));
+  if (work_pending && !skipped_wait_) {
+    skipped_wait_ = true;
+  } else {
+    skipped_wait_ = false;
+    int wait_ms = 0;
+    if (block && !work_pending) {
+      if (timeout.count() < 0) {
+        wait_ms = -1;
+      } else {
+        // Round up: a timer due in 0.3 ms must not turn into a busy loop of 0 ms waits.
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
+        wait_ms = static_cast<int>(std::min<int64_t>(ms, INT_MAX));
+      }
     }
+    const int n =
+        ::epoll_wait(epoll_fd_.get(), events_.data(), static_cast<int>(events_.size()), wait_ms);
+    ++stats_.submit_calls;
+    for (int i = 0; i < n; ++i) on_event(events_[static_cast<size_t>(i)]);
   }
-  const int n =
-      ::epoll_wait(epoll_fd_.get(), events_.data(), static_cast<int>(events_.size()), wait_ms);
-  ++stats_.submit_calls;
-  for (int i = 0; i < n; ++i) on_event(events_[static_cast<size_t>(i)]);
   deliver_completions(ready, limit);
 }
 

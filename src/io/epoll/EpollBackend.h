@@ -6,7 +6,8 @@
 //
 //   submit() --queue--> poll(): try what the fd's hints say is ready (one syscall each),
 //                               park the rest on the fd (FIFO per direction)
-//                        epoll_wait (edge-triggered): an event sets the fd's hints and runs
+//                        epoll_wait (edge-triggered; skipped once when completions are
+//                               already in hand): an event sets the fd's hints and runs
 //                               its parked operations in order until one would block
 //                        deliver the completions gathered in this poll (at most `limit`)
 //
@@ -173,6 +174,7 @@ class EpollBackend final : public Backend {
   std::vector<Operation*> scratch_;
   uint64_t in_flight_ = 0;
   bool file_nowait_ = true;
+  bool skipped_wait_ = false;  // the last poll delivered completions without epoll_wait
 };
 
 }  // namespace ucp::io
