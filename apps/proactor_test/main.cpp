@@ -28,6 +28,9 @@ constexpr const char* kUsage =
 
 ucp::LoopOptions loop_options_from(const ucp::EventLoopConfig& c) {
   ucp::LoopOptions options;
+  options.backend = c.backend == "io_uring" ? ucp::BackendKind::kIoUring
+                    : c.backend == "epoll"  ? ucp::BackendKind::kEpoll
+                                            : ucp::BackendKind::kAuto;
   options.ring_entries = c.ring_entries;
   options.sqpoll = c.sqpoll;
   options.sqpoll_idle_ms = c.sqpoll_idle_ms;

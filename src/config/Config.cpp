@@ -233,6 +233,15 @@ const std::vector<Key>& keys() {
       {"server", "max_request_bytes", unsigned_key(kServer, &S::max_request_bytes, 1024, 16777216),
        shown(kServer, &S::max_request_bytes)},
 
+      {"event_loop", "backend",
+       [](Config& config, std::string_view value) -> std::string {
+         if (value != "auto" && value != "io_uring" && value != "epoll") {
+           return quoted(value) + " is not a backend (use auto, io_uring or epoll)";
+         }
+         config.event_loop.backend = std::string(value);
+         return {};
+       },
+       shown(kLoop, &E::backend)},
       {"event_loop", "ring_entries", unsigned_key(kLoop, &E::ring_entries, 8, 32768, kPow2),
        shown(kLoop, &E::ring_entries)},
       {"event_loop", "sqpoll", bool_key(kLoop, &E::sqpoll), shown(kLoop, &E::sqpoll)},

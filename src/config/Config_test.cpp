@@ -132,6 +132,7 @@ TEST(Config, ShippedConfigLoadsWithSmallMachineDefaults) {
   EXPECT_EQ(config.server.thread_num, 1u);
   EXPECT_EQ(config.server.port, 8888);
   EXPECT_EQ(config.server.protocol, "echo");
+  EXPECT_EQ(config.event_loop.backend, "auto");
   EXPECT_EQ(config.event_loop.ring_entries, 4096u);
   EXPECT_FALSE(config.event_loop.sqpoll);
   EXPECT_EQ(config.event_loop.registered_buffers_count, 0u);
@@ -162,6 +163,7 @@ TEST(Config, ShippedConfigNamesEveryKey) {
                           "shutdown_timeout_ms",
                           "max_output_bytes",
                           "max_request_bytes",
+                          "backend",
                           "ring_entries",
                           "sqpoll",
                           "sqpoll_idle_ms",
@@ -205,6 +207,7 @@ shutdown_timeout_ms = 250
 max_output_bytes = 4294967296
 max_request_bytes = 8192
 [event_loop]
+backend = epoll
 ring_entries = 8
 sqpoll = on
 sqpoll_idle_ms = 0
@@ -245,6 +248,7 @@ queue_full_policy = drop
   EXPECT_EQ(s.max_output_bytes, 4294967296u);
   EXPECT_EQ(s.max_request_bytes, 8192u);
   const EventLoopConfig& e = config.event_loop;
+  EXPECT_EQ(e.backend, "epoll");
   EXPECT_EQ(e.ring_entries, 8u);
   EXPECT_TRUE(e.sqpoll);
   EXPECT_EQ(e.sqpoll_idle_ms, 0u);
@@ -269,7 +273,7 @@ queue_full_policy = drop
   EXPECT_EQ(l.queue_capacity, 16u);
   EXPECT_EQ(l.queue_full_policy, QueueFullPolicy::kDrop);
   // Every key differs from its default here, so every key is listed as a change.
-  EXPECT_EQ(Config::changes(Config{}, config).size(), 35u);
+  EXPECT_EQ(Config::changes(Config{}, config).size(), 36u);
 }
 
 TEST(Config, ChangesListEachDifferingKeyWithBothValues) {
@@ -447,6 +451,12 @@ TEST(Config, ErrorsNameFileLineKeyAndProblem) {
        "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo or http)"},
       {"[server]\nprotocol = HTTP\n",
        "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo or http)"},
+      {"[event_loop]\nbackend = uring\n",
+       "ucp.conf:2: event_loop.backend: \"uring\" is not a backend (use auto, io_uring or "
+       "epoll)"},
+      {"[event_loop]\nbackend = EPOLL\n",
+       "ucp.conf:2: event_loop.backend: \"EPOLL\" is not a backend (use auto, io_uring or "
+       "epoll)"},
       {"[log]\nqueue_full_policy = wait\n",
        "ucp.conf:2: log.queue_full_policy: \"wait\" is not a policy (use block or drop)"},
       {"[log]\nlevel = VERBOSE\n",

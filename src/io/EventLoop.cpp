@@ -11,8 +11,8 @@
 #include "ucp/memory/MemoryPool.h"
 
 #include "Backend.h"
+#include "BackendSelection.h"
 #include "ReceiveBuffers.h"
-#include "uring/UringBackend.h"
 
 namespace ucp {
 
@@ -42,7 +42,7 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
                                                      const EventLoop* share_with) {
   std::string notes;
   std::unique_ptr<EventLoop> loop(new EventLoop(options));
-  auto backend = io::UringBackend::create(*loop, options, share_with, notes);
+  auto backend = io::create_backend(*loop, options, share_with, notes);
   if (!backend) return Unexpected{backend.error()};
   loop->backend_ = std::move(*backend);
 
@@ -55,12 +55,13 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
   loop->wake_op_.fd = loop->wake_fd_.get();
   loop->wake_op_.data = &loop->wake_value_;
   loop->wake_op_.size = sizeof loop->wake_value_;
+  loop->backend_->attach(fd);  // long-lived: epoll keeps it registered
   if (warnings) *warnings += notes;
   return loop;
 }
 
 std::string EventLoop::describe_setup_error(std::error_code error, const LoopOptions& options) {
-  return io::describe_setup_error(error, options);
+  return io::describe_backend_setup_error(error, options);
 }
 
 EventLoop::~EventLoop() {

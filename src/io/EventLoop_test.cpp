@@ -25,12 +25,14 @@
 #include "ucp/io/Operations.h"
 #include "ucp/io/RingMessage.h"
 
+#include "Backends.h"
 #include "io/uring/FixedBuffers.h"
 
 namespace ucp {
 namespace {
 
-std::unique_ptr<EventLoop> make_loop(LoopOptions options = {}) {
+std::unique_ptr<EventLoop> make_loop(BackendKind backend, LoopOptions options = {}) {
+  options.backend = backend;
   auto loop = EventLoop::create(options);
   if (!loop) {
     ADD_FAILURE() << EventLoop::describe_setup_error(loop.error(), options);
@@ -69,16 +71,27 @@ void run_task(EventLoop& loop, Task<> body) {
   loop.run();
 }
 
+// The tests of LoopBackends run on io_uring and on epoll: the same operations must complete
+// with the same results on both. The io_uring-only ones (SQ/CQ sizing, registered buffers,
+// ring messages) are plain TESTs below that ask for io_uring.
+class LoopBackends : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, LoopBackends, test::kAllBackends, test::backend_name);
+
 TEST(EventLoop, ReportsProbedFeatures) {
-  auto loop = make_loop();
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
+  auto loop = make_loop(BackendKind::kIoUring);
   ASSERT_TRUE(loop);
   EXPECT_STREQ(loop->backend_name(), "io_uring");
   EXPECT_NE(loop->describe().find("defer_taskrun="), std::string::npos);
   EXPECT_NE(loop->describe().find("nodrop=on"), std::string::npos);
 }
 
-TEST(EventLoop, WritesAndReadsOverASocketPair) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, WritesAndReadsOverASocketPair) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
   std::string received;
@@ -96,8 +109,8 @@ TEST(EventLoop, WritesAndReadsOverASocketPair) {
   EXPECT_EQ(loop->in_flight(), 0u);
 }
 
-TEST(EventLoop, RecvReturnsZeroOnlyAtEndOfStream) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, RecvReturnsZeroOnlyAtEndOfStream) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
   pair.a.reset();
@@ -113,8 +126,8 @@ TEST(EventLoop, RecvReturnsZeroOnlyAtEndOfStream) {
   EXPECT_EQ(empty_read.error(), std::errc::invalid_argument);
 }
 
-TEST(EventLoop, SleepCompletesOnTheTimerHeap) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, SleepCompletesOnTheTimerHeap) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   Result<void> slept = Unexpected{std::errc::io_error};
   run_task(*loop, [](EventLoop& l, Result<void>& r) -> Task<> {
@@ -123,8 +136,8 @@ TEST(EventLoop, SleepCompletesOnTheTimerHeap) {
   EXPECT_TRUE(slept) << slept.error().message();
 }
 
-TEST(EventLoop, LinkedTimeoutEndsARecvThatGetsNoData) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, LinkedTimeoutEndsARecvThatGetsNoData) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
   Result<size_t> result = size_t{0};
@@ -136,8 +149,8 @@ TEST(EventLoop, LinkedTimeoutEndsARecvThatGetsNoData) {
   EXPECT_EQ(loop->in_flight(), 0u);
 }
 
-TEST(EventLoop, LinkedTimeoutDoesNotFireWhenDataArrivesFirst) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, LinkedTimeoutDoesNotFireWhenDataArrivesFirst) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
   ASSERT_EQ(::write(pair.a.get(), "x", 1), 1);
@@ -150,8 +163,8 @@ TEST(EventLoop, LinkedTimeoutDoesNotFireWhenDataArrivesFirst) {
   EXPECT_EQ(*result, 1u);
 }
 
-TEST(EventLoop, CancelFdEndsAPendingRecvWithOperationCanceled) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, CancelFdEndsAPendingRecvWithOperationCanceled) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
   Result<size_t> reader = size_t{0};
@@ -172,8 +185,8 @@ TEST(EventLoop, CancelFdEndsAPendingRecvWithOperationCanceled) {
   EXPECT_EQ(*cancelled, 1u);
 }
 
-TEST(EventLoop, StopCancelsAndReapsEverythingInFlight) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, StopCancelsAndReapsEverythingInFlight) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
   int finished = 0;
@@ -193,10 +206,11 @@ TEST(EventLoop, StopCancelsAndReapsEverythingInFlight) {
 }
 
 TEST(EventLoop, TinyRingCompletesAThousandOperationsThroughThePendingQueue) {
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
   LoopOptions options;
   options.ring_entries = 8;
   options.pending_queue_capacity = 4096;
-  auto loop = make_loop(options);
+  auto loop = make_loop(BackendKind::kIoUring, options);
   ASSERT_TRUE(loop);
   UniqueFd zero = open_dev_zero();
   int completed = 0;
@@ -213,11 +227,11 @@ TEST(EventLoop, TinyRingCompletesAThousandOperationsThroughThePendingQueue) {
   EXPECT_GT(loop->stats().deferred_submissions, 0u);
 }
 
-TEST(EventLoop, CompletionBatchLimitLeavesTheRestForLaterIterationsAndLosesNothing) {
+TEST_P(LoopBackends, CompletionBatchLimitLeavesTheRestForLaterIterationsAndLosesNothing) {
   LoopOptions options;
   options.ring_entries = 64;
   options.cqe_batch = 3;
-  auto loop = make_loop(options);
+  auto loop = make_loop(GetParam(), options);
   ASSERT_TRUE(loop);
   UniqueFd zero = open_dev_zero();
   int completed = 0;
@@ -234,10 +248,11 @@ TEST(EventLoop, CompletionBatchLimitLeavesTheRestForLaterIterationsAndLosesNothi
 }
 
 TEST(EventLoop, RefusesOperationsWhenSqAndPendingQueueAreFull) {
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
   LoopOptions options;
   options.ring_entries = 8;
   options.pending_queue_capacity = 8;
-  auto loop = make_loop(options);
+  auto loop = make_loop(BackendKind::kIoUring, options);
   ASSERT_TRUE(loop);
   UniqueFd zero = open_dev_zero();
   int refused = 0, completed = 0;
@@ -264,9 +279,10 @@ TEST(EventLoop, RefusesOperationsWhenSqAndPendingQueueAreFull) {
 }
 
 TEST(EventLoop, CqOverflowLosesNoCompletion) {
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
   LoopOptions options;
   options.ring_entries = 8;  // a CQ of 32: 300 reads that all complete at once overflow it
-  auto loop = make_loop(options);
+  auto loop = make_loop(BackendKind::kIoUring, options);
   ASSERT_TRUE(loop);
   UniqueFd zero = open_dev_zero();
   int completed = 0;
@@ -283,8 +299,8 @@ TEST(EventLoop, CqOverflowLosesNoCompletion) {
   EXPECT_GT(loop->stats().completion_overflows, 0u);
 }
 
-TEST(EventLoop, TimersFireInDueOrderAndCancelledSleepsEndEarly) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, TimersFireInDueOrderAndCancelledSleepsEndEarly) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   std::vector<int> order;
   for (int i : {30, 10, 20}) {
@@ -314,8 +330,8 @@ TEST(EventLoop, TimersFireInDueOrderAndCancelledSleepsEndEarly) {
   EXPECT_EQ(loop->armed_timers(), 0u);
 }
 
-TEST(EventLoop, PostsFromFourThreadsAllRunInPerThreadOrder) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, PostsFromFourThreadsAllRunInPerThreadOrder) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   constexpr int kThreads = 4, kPerThread = 20000;
   std::vector<int> next(kThreads, 0);
@@ -343,7 +359,9 @@ TEST(EventLoop, PostsFromFourThreadsAllRunInPerThreadOrder) {
 }
 
 TEST(EventLoop, RegisteredBuffersCarryFixedReadsAndWrites) {
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
   LoopOptions options;
+  options.backend = BackendKind::kIoUring;
   options.registered_buffers_count = 4;
   options.registered_buffer_size = 4096;
   std::string warnings;
@@ -414,6 +432,7 @@ TEST(EventLoop, RegisteredBuffersOverTheMemlockLimitGiveOneWarningAndNoBuffers) 
     rlimit limit{65536, 65536};
     if (::setrlimit(RLIMIT_MEMLOCK, &limit) != 0) ::_exit(11);
     LoopOptions options;
+    options.backend = BackendKind::kIoUring;
     options.ring_entries = 8;
     options.registered_buffers_count = 64;
     options.registered_buffer_size = 4096;  // 256 KiB > 64 KiB
@@ -512,6 +531,7 @@ struct MessageCase {
 
 LoopOptions with(bool sqpoll, bool defer_taskrun) {
   LoopOptions options;
+  options.backend = BackendKind::kIoUring;
   options.ring_entries = 64;  // a CQ of 256: 20,000 messages must also survive overflow
   options.sqpoll = sqpoll;
   options.defer_taskrun = defer_taskrun;
@@ -521,8 +541,9 @@ LoopOptions with(bool sqpoll, bool defer_taskrun) {
 class RingMessages : public ::testing::TestWithParam<MessageCase> {};
 
 TEST_P(RingMessages, EveryValueReachesTheOtherLoopExactlyOnce) {
-  auto receiver = make_loop(GetParam().receiver);
-  auto sender = make_loop(GetParam().sender);
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
+  auto receiver = make_loop(BackendKind::kIoUring, GetParam().receiver);
+  auto sender = make_loop(BackendKind::kIoUring, GetParam().sender);
   ASSERT_TRUE(receiver && sender);
   if (!sender->capabilities().ring_messages) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
   constexpr int kCount = 20000;
@@ -565,8 +586,9 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(EventLoop, LoopWithoutMessageHandlerRefusesMessages) {
-  auto receiver = make_loop();
-  auto sender = make_loop();
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
+  auto receiver = make_loop(BackendKind::kIoUring);
+  auto sender = make_loop(BackendKind::kIoUring);
   ASSERT_TRUE(receiver && sender);
   if (!sender->capabilities().ring_messages) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
   Result<void> result;
@@ -581,8 +603,9 @@ TEST(EventLoop, LoopWithoutMessageHandlerRefusesMessages) {
 // receives them during its shutdown (and closes them); the sender closes what was refused.
 // Nothing may leak: the process holds as many fds afterwards as before.
 TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
-  auto receiver = make_loop(with(false, true));
-  auto sender = make_loop(with(false, true));
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
+  auto receiver = make_loop(BackendKind::kIoUring, with(false, true));
+  auto sender = make_loop(BackendKind::kIoUring, with(false, true));
   ASSERT_TRUE(receiver && sender);
   if (!sender->capabilities().ring_messages) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
   UniqueFd original(::eventfd(0, EFD_CLOEXEC));
@@ -653,8 +676,9 @@ TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
 // Deterministic version of the race above: the messages are reserved and prepared while the
 // target is still open, but reach the kernel only after the target began shutting down.
 TEST(EventLoop, MessagesAlreadyOnTheirWayWhenTheTargetStopsAreStillHandled) {
-  auto receiver = make_loop(with(false, true));
-  auto sender = make_loop(with(false, true));
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
+  auto receiver = make_loop(BackendKind::kIoUring, with(false, true));
+  auto sender = make_loop(BackendKind::kIoUring, with(false, true));
   ASSERT_TRUE(receiver && sender);
   if (!sender->capabilities().ring_messages) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
   UniqueFd original(::eventfd(0, EFD_CLOEXEC));
@@ -725,8 +749,8 @@ struct RecordingHook : io::PreSubmitHook {
   std::string name;
 };
 
-TEST(EventLoop, PreSubmitHooksRunOnceAfterTheReadyCoroutinesAndCanBeCancelled) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, PreSubmitHooksRunOnceAfterTheReadyCoroutinesAndCanBeCancelled) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   std::vector<std::string> order;
   RecordingHook hook, cancelled;
@@ -754,8 +778,8 @@ TEST(EventLoop, PreSubmitHooksRunOnceAfterTheReadyCoroutinesAndCanBeCancelled) {
   EXPECT_EQ(order, (std::vector<std::string>{"resumed", "hook", "slept"}));
 }
 
-TEST(EventLoop, VectoredSendGathersBuffersIntoOneSend) {
-  auto loop = make_loop();
+TEST_P(LoopBackends, VectoredSendGathersBuffersIntoOneSend) {
+  auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
   struct Outcome {

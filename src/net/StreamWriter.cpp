@@ -136,6 +136,7 @@ void StreamWriter::on_send_complete(void* self, int32_t res) noexcept {
     // 0 bytes of a non-empty send: the peer is gone.
     w.error_ = error_from_errno(res == 0 ? EPIPE : -res);
   }
+  if (w.cancels_pending_ && !w.error_) w.settle_cancels();
   if (w.error_) {
     w.drop_queue();
   } else {
@@ -190,19 +191,49 @@ void StreamWriter::finish_writer(OutputSegment& segment, std::error_code error) 
   WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(segment).writer;
   writer.error_ = error;
   writer.queued_ = false;
+  writer.cancel_requested_ = false;
   loop_.schedule(writer.caller_);
 }
 
 void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
-  if (!writer.queued_) return;  // not waiting (any more)
+  if (!writer.queued_ || writer.cancel_requested_) return;  // not waiting (any more)
+  const bool untouched = writer.segment_.data == writer.data_.data();
+  if (!untouched) {
+    // Part of it is sent: the stream cannot lose the rest quietly.
+    fail(make_error_code(std::errc::operation_canceled));
+    return;
+  }
   const OutputSegment* in_flight_until = send_.in_flight() ? in_flight_last_ : nullptr;
   if (queue_.remove(writer.segment_, in_flight_until)) {
     finish_writer(writer.segment_, make_error_code(std::errc::operation_canceled));
     if (queue_.empty()) loop_.cancel_timer(deadline_);
     return;
   }
-  // Its bytes are (partly) in the send in flight: the stream cannot lose them quietly.
-  fail(make_error_code(std::errc::operation_canceled));
+  // The send in flight covers it, though maybe not a byte of it will go: decide when it ends.
+  writer.cancel_requested_ = true;
+  cancels_pending_ = true;
+}
+
+void StreamWriter::settle_cancels() noexcept {
+  // Called with no send in flight: every segment can be examined and unlinked.
+  cancels_pending_ = false;
+  for (OutputSegment* segment = queue_.first(); segment != nullptr;) {
+    OutputSegment* next = segment->next;
+    if (segment->kind != SegmentKind::kChunk) {
+      WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(*segment).writer;
+      if (writer.cancel_requested_) {
+        writer.cancel_requested_ = false;
+        if (writer.segment_.data != writer.data_.data()) {  // partly sent meanwhile
+          fail(make_error_code(std::errc::operation_canceled));
+          return;
+        }
+        queue_.remove(*segment, nullptr);
+        finish_writer(*segment, make_error_code(std::errc::operation_canceled));
+      }
+    }
+    segment = next;
+  }
+  if (queue_.empty()) loop_.cancel_timer(deadline_);
 }
 
 void StreamWriter::wake_flush_waiter() noexcept {

@@ -25,6 +25,7 @@
 #include "ucp/io/WithTimeout.h"
 #include "ucp/net/TcpServer.h"
 
+#include "Backends.h"
 #include "LoopbackClient.h"
 
 namespace ucp {
@@ -106,18 +107,21 @@ Task<> verifying_sink(TcpConnection& connection, SinkOptions options, SinkReport
 }
 
 struct ReadParams {
-  uint32_t provided_buffers;  // > 0: multishot receive into a provided ring; 0: single-shot
+  uint32_t provided_buffers;  // > 0: multishot receive into the loop's buffers; 0: single-shot
   ReadApi api;
+  BackendKind backend;
 };
 
 void PrintTo(const ReadParams& params, std::ostream* out) {
   *out << params.provided_buffers << " provided buffers, "
-       << (params.api == ReadApi::kReceive ? "receive()" : "read()");
+       << (params.api == ReadApi::kReceive ? "receive()" : "read()") << ", "
+       << test::backend_label(params.backend);
 }
 
 std::string param_name(const ::testing::TestParamInfo<ReadParams>& info) {
   return std::string(info.param.provided_buffers > 0 ? "Multishot" : "SingleShot") +
-         (info.param.api == ReadApi::kReceive ? "Receive" : "Read");
+         (info.param.api == ReadApi::kReceive ? "Receive" : "Read") + "_" +
+         test::backend_label(info.param.backend);
 }
 
 class SinkServer {
@@ -129,6 +133,7 @@ class SinkServer {
     server_options.thread_num = 1;
     server_options.read_timeout_ms = 20000;
     LoopOptions loop;
+    loop.backend = params.backend;
     loop.ring_entries = 256;
     loop.provided_buffers_count = params.provided_buffers;
     loop.provided_buffer_size = 4096;
@@ -183,13 +188,21 @@ bool wait_finished(SinkReport& report) {
   return report.finished.load() != 0;
 }
 
-class ReceivePauses : public ::testing::TestWithParam<ReadParams> {};
+class ReceivePauses : public ::testing::TestWithParam<ReadParams> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam().backend); }
+};
 
 INSTANTIATE_TEST_SUITE_P(ReadModes, ReceivePauses,
-                         ::testing::Values(ReadParams{256, ReadApi::kReceive},
-                                           ReadParams{256, ReadApi::kRead},
-                                           ReadParams{0, ReadApi::kReceive},
-                                           ReadParams{0, ReadApi::kRead}),
+                         ::testing::Values(ReadParams{256, ReadApi::kReceive,
+                                                      BackendKind::kIoUring},
+                                           ReadParams{256, ReadApi::kRead, BackendKind::kIoUring},
+                                           ReadParams{0, ReadApi::kReceive, BackendKind::kIoUring},
+                                           ReadParams{0, ReadApi::kRead, BackendKind::kIoUring},
+                                           ReadParams{256, ReadApi::kReceive, BackendKind::kEpoll},
+                                           ReadParams{256, ReadApi::kRead, BackendKind::kEpoll},
+                                           ReadParams{0, ReadApi::kReceive, BackendKind::kEpoll},
+                                           ReadParams{0, ReadApi::kRead, BackendKind::kEpoll}),
                          param_name);
 
 // A burst of many chunks drained at once: the pause's own completion arrives while the
@@ -297,6 +310,7 @@ TEST_P(ReceivePauses, AReadEndedByItsDeadlineLeavesTheConnectionReadable) {
   LoopOptions loop;
   loop.ring_entries = 256;
   loop.provided_buffers_count = GetParam().provided_buffers;
+  loop.backend = GetParam().backend;
   const ReadApi api = GetParam().api;
   TcpServer server(server_options, loop, [&report, api](TcpConnection& c) {
     return read_with_deadline_then_echo(c, api, report);

@@ -21,6 +21,7 @@
 #include "ucp/memory/MemoryPool.h"
 #include "ucp/net/TcpServer.h"
 
+#include "Backends.h"
 #include "LoopbackClient.h"
 
 namespace ucp {
@@ -33,7 +34,7 @@ constexpr uint64_t kSmallLimit = 64 * 1024;  // max_output_bytes where a test wa
 
 class WriteServer {
  public:
-  WriteServer(TcpServer::Handler handler, uint64_t max_output_bytes,
+  WriteServer(BackendKind backend, TcpServer::Handler handler, uint64_t max_output_bytes,
               uint32_t shutdown_timeout_ms = 3000, uint32_t write_timeout_ms = 0) {
     ServerOptions options;
     options.ip = "127.0.0.1";
@@ -44,6 +45,7 @@ class WriteServer {
     options.max_output_bytes = max_output_bytes;
     options.write_timeout_ms = write_timeout_ms;
     LoopOptions loop;
+    loop.backend = backend;
     loop.ring_entries = 256;
     server_ = std::make_unique<TcpServer>(options, loop, std::move(handler));
     std::string error = server_->start();
@@ -116,6 +118,14 @@ bool wait_until(Predicate done, std::chrono::milliseconds timeout = 15s) {
   return true;
 }
 
+// Every test runs on io_uring and on epoll.
+class TcpConnectionWrite : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, TcpConnectionWrite, test::kAllBackends, test::backend_name);
+
 // ---- byte order across write() and write_all(), from two coroutines ----
 
 struct Piece {
@@ -169,10 +179,11 @@ Task<> two_interleaved_writers(TcpConnection& connection, OrderState& state) {
   }
 }
 
-TEST(TcpConnectionWrite, InterleavedWriteAndWriteAllArriveInCallOrder) {
+TEST_P(TcpConnectionWrite, InterleavedWriteAndWriteAllArriveInCallOrder) {
   OrderState state;
-  WriteServer server([&state](TcpConnection& c) { return two_interleaved_writers(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return two_interleaved_writers(c, state); },
+      kSmallLimit);
   UniqueFd client = connect_client(server.port());
   ASSERT_TRUE(client);
   Received received = receive_until_closed(client.get());
@@ -227,10 +238,11 @@ Task<> many_small_writes(TcpConnection& connection, CoalesceState& state) {
   state.drained = connection.queued_output_bytes() == 0;
 }
 
-TEST(TcpConnectionWrite, ManySmallWritesCoalesceIntoFewSendsAndAllArrive) {
+TEST_P(TcpConnectionWrite, ManySmallWritesCoalesceIntoFewSendsAndAllArrive) {
   CoalesceState state;
-  WriteServer server([&state](TcpConnection& c) { return many_small_writes(c, state); },
-                     /*max_output_bytes=*/4194304);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return many_small_writes(c, state); },
+      /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port());
   ASSERT_TRUE(client);
   Received received = receive_until_closed(client.get());
@@ -278,10 +290,10 @@ Task<> write_until_told(TcpConnection& connection, BoundedState& state) {
   }
 }
 
-TEST(TcpConnectionWrite, WriteSuspendsPastMaxOutputBytesAndResumesWhenThePeerReads) {
+TEST_P(TcpConnectionWrite, WriteSuspendsPastMaxOutputBytesAndResumesWhenThePeerReads) {
   BoundedState state;
-  WriteServer server([&state](TcpConnection& c) { return write_until_told(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_until_told(c, state); }, kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   // Not reading: the writer must stop making progress, suspended inside write().
@@ -329,10 +341,11 @@ Task<> write_and_return(TcpConnection& connection, ReturnState& state) {
   state.queued_at_return = connection.queued_output_bytes();
 }
 
-TEST(TcpConnectionWrite, HandlerThatWritesAndReturnsAtOnceDeliversEverythingBeforeEof) {
+TEST_P(TcpConnectionWrite, HandlerThatWritesAndReturnsAtOnceDeliversEverythingBeforeEof) {
   ReturnState state;
-  WriteServer server([&state](TcpConnection& c) { return write_and_return(c, state); },
-                     /*max_output_bytes=*/4194304);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_and_return(c, state); },
+      /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.queued_at_return.load() > 0; }));
@@ -360,10 +373,11 @@ Task<> write_then_half_close(TcpConnection& connection, HalfCloseState& state) {
   (void)co_await connection.read(std::span<char>(&byte, 1));  // until the peer closes
 }
 
-TEST(TcpConnectionWrite, ShutdownWriteSendsFinAfterTheQueuedBytes) {
+TEST_P(TcpConnectionWrite, ShutdownWriteSendsFinAfterTheQueuedBytes) {
   HalfCloseState state;
-  WriteServer server([&state](TcpConnection& c) { return write_then_half_close(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_then_half_close(c, state); },
+      kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   std::this_thread::sleep_for(100ms);
@@ -406,10 +420,10 @@ Task<> write_until_reset(TcpConnection& connection, ResetState& state) {
   state.done = true;
 }
 
-TEST(TcpConnectionWrite, PeerResetWithBytesQueuedFailsLaterWritesAndFreesTheQueue) {
+TEST_P(TcpConnectionWrite, PeerResetWithBytesQueuedFailsLaterWritesAndFreesTheQueue) {
   ResetState state;
-  WriteServer server([&state](TcpConnection& c) { return write_until_reset(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_until_reset(c, state); }, kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   size_t last = ~size_t{0};
@@ -448,11 +462,12 @@ Task<> write_much_and_return(TcpConnection& connection, AbandonState& state) {
   state.returned = true;
 }
 
-TEST(TcpConnectionWrite, CloseGivesUpOnAPeerThatNeverReadsAfterTheFlushTimeout) {
+TEST_P(TcpConnectionWrite, CloseGivesUpOnAPeerThatNeverReadsAfterTheFlushTimeout) {
   constexpr uint32_t kFlushTimeoutMs = 300;
   AbandonState state;
-  WriteServer server([&state](TcpConnection& c) { return write_much_and_return(c, state); },
-                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/kFlushTimeoutMs);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_much_and_return(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/kFlushTimeoutMs);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.returned.load(); }));
@@ -488,11 +503,12 @@ Task<> write_all_then_read(TcpConnection& connection, StalledState& state) {
   state.done = true;
 }
 
-TEST(TcpConnectionWrite, WriteTimeoutEndsAWriterWhosePeerNeverReadsAndItsReads) {
+TEST_P(TcpConnectionWrite, WriteTimeoutEndsAWriterWhosePeerNeverReadsAndItsReads) {
   StalledState state;
-  WriteServer server([&state](TcpConnection& c) { return write_all_then_read(c, state); },
-                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
-                     /*write_timeout_ms=*/300);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_all_then_read(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
+      /*write_timeout_ms=*/300);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   // Bounded wait for correctness, not for speed: the writer must be released.
@@ -502,8 +518,9 @@ TEST(TcpConnectionWrite, WriteTimeoutEndsAWriterWhosePeerNeverReadsAndItsReads) 
   EXPECT_TRUE(wait_until([&] { return server.server().connection_count() == 0; }));
   // The server still serves: a reading peer gets everything.
   StalledState second;
-  WriteServer patient([&second](TcpConnection& c) { return write_all_then_read(c, second); },
-                      4194304, 3000, /*write_timeout_ms=*/300);
+  WriteServer patient(
+      GetParam(), [&second](TcpConnection& c) { return write_all_then_read(c, second); }, 4194304,
+      3000, /*write_timeout_ms=*/300);
   UniqueFd reader = connect_client(patient.port());
   std::string all;
   std::vector<char> buffer(1 << 16);
@@ -516,11 +533,12 @@ TEST(TcpConnectionWrite, WriteTimeoutEndsAWriterWhosePeerNeverReadsAndItsReads) 
   EXPECT_EQ(second.write_error.load(), 0);
 }
 
-TEST(TcpConnectionWrite, SlowButSteadyReaderIsNeverCutOffByTheWriteTimeout) {
+TEST_P(TcpConnectionWrite, SlowButSteadyReaderIsNeverCutOffByTheWriteTimeout) {
   StalledState state;
-  WriteServer server([&state](TcpConnection& c) { return write_all_then_read(c, state); },
-                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
-                     /*write_timeout_ms=*/300);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_all_then_read(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
+      /*write_timeout_ms=*/300);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   // Taken in small steps, one every 20 ms: slow, but never 300 ms without a byte.
@@ -568,10 +586,11 @@ Task<> cancel_a_queued_write(TcpConnection& connection, CancelState& state) {
   state.done = true;
 }
 
-TEST(TcpConnectionWrite, ACancelledWriteThatHasNotStartedLeavesTheStreamIntact) {
+TEST_P(TcpConnectionWrite, ACancelledWriteThatHasNotStartedLeavesTheStreamIntact) {
   CancelState state;
-  WriteServer server([&state](TcpConnection& c) { return cancel_a_queued_write(c, state); },
-                     /*max_output_bytes=*/4194304);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return cancel_a_queued_write(c, state); },
+      /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   std::this_thread::sleep_for(200ms);  // the small write's deadline passes while nobody reads
@@ -595,10 +614,11 @@ Task<> cancel_a_write_on_its_way(TcpConnection& connection, CancelState& state) 
   state.done = !later && later.error() == std::errc::operation_canceled;
 }
 
-TEST(TcpConnectionWrite, ACancelledWritePartlySentFailsTheOutput) {
+TEST_P(TcpConnectionWrite, ACancelledWritePartlySentFailsTheOutput) {
   CancelState state;
-  WriteServer server([&state](TcpConnection& c) { return cancel_a_write_on_its_way(c, state); },
-                     /*max_output_bytes=*/4194304);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return cancel_a_write_on_its_way(c, state); },
+      /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.queued_write_error.load() != 0; }));
@@ -627,10 +647,11 @@ Task<> write_then_wait_for_stop(TcpConnection& connection, StopState& state) {
   (void)co_await connection.read(std::span<char>(&byte, 1));  // ends with the stop
 }
 
-TEST(TcpConnectionWrite, GracefulStopStillDeliversBufferedWrites) {
+TEST_P(TcpConnectionWrite, GracefulStopStillDeliversBufferedWrites) {
   StopState state;
-  WriteServer server([&state](TcpConnection& c) { return write_then_wait_for_stop(c, state); },
-                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/5000);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_then_wait_for_stop(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/5000);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.written.load(); }));

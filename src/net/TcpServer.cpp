@@ -78,7 +78,14 @@ std::string TcpServer::start(std::string* warnings) {
       std::make_unique<EventLoopThreadPool>(options_.thread_num, loop_options_, main_loop_.get());
   std::string worker_notes;
   if (auto error = pool_->start(&worker_notes); !error.empty()) return error;
-  notes += worker_notes;
+  // The loops warn alike (e.g. the fallback to epoll where io_uring is blocked): say it once.
+  for (size_t begin = 0; begin < worker_notes.size();) {
+    size_t end = worker_notes.find('\n', begin);
+    end = end == std::string::npos ? worker_notes.size() : end + 1;
+    const std::string line = worker_notes.substr(begin, end - begin);
+    if (notes.find(line) == std::string::npos) notes += line;
+    begin = end;
+  }
   for (const auto& loop : pool_->loops()) {
     auto worker = std::make_unique<Worker>();
     worker->loop = loop.get();

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include "BackendProbe.h"
 #include "LoopbackClient.h"
 #include "ServerProcess.h"
 
@@ -121,13 +122,25 @@ void report(const std::string& key, int64_t value) {
   std::printf("[ figure   ] %s = %lld\n", key.c_str(), static_cast<long long>(value));
 }
 
-class HttpHostile : public ::testing::Test {
+// Every test runs bin/proactor_test on io_uring and on epoll (event_loop.backend).
+class HttpHostile : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { ::signal(SIGPIPE, SIG_IGN); }
+  void SetUp() override {
+    UCP_SKIP_UNLESS_NAMED_BACKEND_USABLE(GetParam());
+    ::signal(SIGPIPE, SIG_IGN);
+  }
+  /// `overrides` plus the backend under test.
+  std::vector<std::string> on_backend(std::vector<std::string> overrides) const {
+    overrides.push_back("event_loop.backend=" + GetParam());
+    return overrides;
+  }
 };
 
-TEST_F(HttpHostile, AnswersPipelinedAndHalfClosedRequests) {
-  ServerProcess server({"server.protocol=http"});
+INSTANTIATE_TEST_SUITE_P(Backends, HttpHostile, test::kBackendNames,
+                         [](const auto& param_info) { return param_info.param; });
+
+TEST_P(HttpHostile, AnswersPipelinedAndHalfClosedRequests) {
+  ServerProcess server(on_backend({"server.protocol=http"}));
   UCP_START_SERVER(server);
   // 100 requests in one write: 100 responses in order on the same connection.
   auto fd = connect_loopback(server.port());
@@ -206,8 +219,8 @@ std::string pipelined_gets(size_t count) {
 // Requests that arrive together with the end of an unfinished one are each answered: the
 // buffer for the unfinished request is consumed as it is parsed, so small pipelined requests
 // behind it never count against the size limit of one request.
-TEST_F(HttpHostile, PipelinedRequestsBehindABufferedPartialRequestAreAllAnswered) {
-  ServerProcess server({"server.protocol=http", "server.max_request_bytes=1024"});
+TEST_P(HttpHostile, PipelinedRequestsBehindABufferedPartialRequestAreAllAnswered) {
+  ServerProcess server(on_backend({"server.protocol=http", "server.max_request_bytes=1024"}));
   UCP_START_SERVER(server);
   const std::string batch = pipelined_gets(101);  // 101 x 37 bytes: over 2 x 1024
   std::string why;
@@ -223,9 +236,9 @@ TEST_F(HttpHostile, PipelinedRequestsBehindABufferedPartialRequestAreAllAnswered
 // max_request_bytes), whose last bytes arrive together with 100 more requests: 101 answers.
 // A 128 KiB burst also makes the multishot receive pause for back-pressure, which must not
 // show either.
-TEST_F(HttpHostile, LargestLegalRequestWithPipelinedRequestsBehindItIsAnswered) {
+TEST_P(HttpHostile, LargestLegalRequestWithPipelinedRequestsBehindItIsAnswered) {
   constexpr size_t kLimit = 65536;  // the default server.max_request_bytes
-  ServerProcess server({"server.protocol=http"});
+  ServerProcess server(on_backend({"server.protocol=http"}));
   UCP_START_SERVER(server);
   std::string head =
       "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + std::to_string(kLimit) +
@@ -246,8 +259,8 @@ TEST_F(HttpHostile, LargestLegalRequestWithPipelinedRequestsBehindItIsAnswered) 
 // A request over the limit that arrives behind legal ones, all together with the end of a
 // buffered request: the legal ones are answered in order, then the oversized one gets its 431
 // and the connection closes.
-TEST_F(HttpHostile, OversizedRequestBehindLegalOnesGetsItsStatusAfterTheirAnswers) {
-  ServerProcess server({"server.protocol=http", "server.max_request_bytes=1024"});
+TEST_P(HttpHostile, OversizedRequestBehindLegalOnesGetsItsStatusAfterTheirAnswers) {
+  ServerProcess server(on_backend({"server.protocol=http", "server.max_request_bytes=1024"}));
   UCP_START_SERVER(server);
   const std::string legal = pipelined_gets(6);
   const std::string oversized =
@@ -272,8 +285,8 @@ TEST_F(HttpHostile, OversizedRequestBehindLegalOnesGetsItsStatusAfterTheirAnswer
 
 // Many pipelined requests sent in pieces of every size around the limit, each piece ending
 // inside a request: every request is answered, in order.
-TEST_F(HttpHostile, PipelinedRequestsSplitAnywhereAreAllAnswered) {
-  ServerProcess server({"server.protocol=http", "server.max_request_bytes=1024"});
+TEST_P(HttpHostile, PipelinedRequestsSplitAnywhereAreAllAnswered) {
+  ServerProcess server(on_backend({"server.protocol=http", "server.max_request_bytes=1024"}));
   UCP_START_SERVER(server);
   const std::string body(1000, 'x');
   std::string one = "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n";
@@ -307,12 +320,12 @@ TEST_F(HttpHostile, PipelinedRequestsSplitAnywhereAreAllAnswered) {
 
 // Slowloris: headers trickling in one byte per 200 ms never complete a request. Each byte
 // restarts a per-read timer of 500 ms, so only a deadline for the whole head cuts them off.
-TEST_F(HttpHostile, SlowlorisIsCutOffNearTheReadTimeoutWhileOthersAreServed) {
+TEST_P(HttpHostile, SlowlorisIsCutOffNearTheReadTimeoutWhileOthersAreServed) {
   constexpr int64_t kTimeoutMs = 500;
   constexpr size_t kSlowClients = 20;
   constexpr auto kByteGap = 200ms;
   constexpr int64_t kGiveUpMs = 6000;
-  ServerProcess server({"server.protocol=http", "server.read_timeout_ms=500"});
+  ServerProcess server(on_backend({"server.protocol=http", "server.read_timeout_ms=500"}));
   UCP_START_SERVER(server);
   std::vector<UniqueFd> slow;
   for (size_t i = 0; i < kSlowClients; ++i) {
@@ -395,8 +408,8 @@ struct Vector {
   return ::testing::AssertionSuccess() << v.name << ": " << r.status;
 }
 
-TEST_F(HttpHostile, MalformedAndOversizedRequestsGet4xxOrCloseNeverAHang) {
-  ServerProcess server({"server.protocol=http", "server.read_timeout_ms=30000"});
+TEST_P(HttpHostile, MalformedAndOversizedRequestsGet4xxOrCloseNeverAHang) {
+  ServerProcess server(on_backend({"server.protocol=http", "server.read_timeout_ms=30000"}));
   UCP_START_SERVER(server);
   const std::string post = "POST / HTTP/1.1\r\nHost: localhost\r\n";
   const std::vector<Vector> vectors = {
@@ -436,9 +449,9 @@ TEST_F(HttpHostile, MalformedAndOversizedRequestsGet4xxOrCloseNeverAHang) {
 
 // Framing vectors (docs/design.md, section 9) beyond the first test's list, with a smaller head
 // limit (server.max_request_bytes = 8192) so that long targets and many headers exceed it.
-TEST_F(HttpHostile, MoreFramingVectorsGet4xxOrClose) {
-  ServerProcess server(
-      {"server.protocol=http", "server.read_timeout_ms=30000", "server.max_request_bytes=8192"});
+TEST_P(HttpHostile, MoreFramingVectorsGet4xxOrClose) {
+  ServerProcess server(on_backend(
+      {"server.protocol=http", "server.read_timeout_ms=30000", "server.max_request_bytes=8192"}));
   UCP_START_SERVER(server);
   const std::string post = "POST / HTTP/1.1\r\nHost: localhost\r\n";
   const std::vector<Vector> vectors = {
@@ -467,8 +480,8 @@ TEST_F(HttpHostile, MoreFramingVectorsGet4xxOrClose) {
 
 // Bare LF line endings ("GET / HTTP/1.1\nHost: x\n\n"): RFC 9112 §2.2 lets a server reject
 // them (400) or accept them; it must not wait for a CRLF CRLF that never comes.
-TEST_F(HttpHostile, BareLineFeedRequestIsAnsweredOrRejected) {
-  ServerProcess server({"server.protocol=http", "server.read_timeout_ms=30000"});
+TEST_P(HttpHostile, BareLineFeedRequestIsAnsweredOrRejected) {
+  ServerProcess server(on_backend({"server.protocol=http", "server.read_timeout_ms=30000"}));
   UCP_START_SERVER(server);
   auto fd = connect_loopback(server.port());
   ASSERT_TRUE(fd);

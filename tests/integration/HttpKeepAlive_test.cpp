@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include "BackendProbe.h"
 #include "HttpReply.h"
 #include "LoopbackClient.h"
 #include "ServerProcess.h"
@@ -37,6 +38,10 @@ void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.name; 
 class HttpKeepAlive : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
+    for (const auto& o : GetParam().overrides) {
+      if (o == "event_loop.backend=io_uring")
+        UCP_SKIP_UNLESS_NAMED_BACKEND_USABLE(std::string("io_uring"));
+    }
     ::signal(SIGPIPE, SIG_IGN);
     std::vector<std::string> overrides = {"server.protocol=http", "server.read_timeout_ms=10000"};
     for (const auto& o : GetParam().overrides) overrides.push_back(o);
@@ -58,12 +63,18 @@ class HttpKeepAlive : public ::testing::TestWithParam<Variant> {
   std::unique_ptr<ServerProcess> server_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Loops, HttpKeepAlive,
-                         ::testing::Values(Variant{"OneWorker", {"server.thread_num=1"}},
-                                           Variant{"TwoWorkers", {"server.thread_num=2"}},
-                                           Variant{"SingleShotReads",
-                                                   {"event_loop.multishot_recv=false"}}),
-                         [](const auto& variant) { return std::string(variant.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Loops, HttpKeepAlive,
+    ::testing::Values(
+        Variant{"OneWorker", {"server.thread_num=1", "event_loop.backend=io_uring"}},
+        Variant{"TwoWorkers", {"server.thread_num=2", "event_loop.backend=io_uring"}},
+        Variant{"SingleShotReads",
+                {"event_loop.multishot_recv=false", "event_loop.backend=io_uring"}},
+        Variant{"EpollOneWorker", {"server.thread_num=1", "event_loop.backend=epoll"}},
+        Variant{"EpollTwoWorkers", {"server.thread_num=2", "event_loop.backend=epoll"}},
+        Variant{"EpollSingleShotReads",
+                {"event_loop.multishot_recv=false", "event_loop.backend=epoll"}}),
+    [](const auto& variant) { return std::string(variant.param.name); });
 
 // Answers `count` pipelined requests read from `fd`; returns how many were 200.
 int count_ok_replies(int fd, std::string& pending, int count, int64_t timeout_ms = 20000) {

@@ -17,6 +17,8 @@
 // with the test (PR_SET_PDEATHSIG). With Options::listen_fd the child starts as systemd starts a
 // socket-activated service: that socket at fd 3, LISTEN_FDS=1 and LISTEN_PID = the child's pid
 // (or another pid, to check that a server ignores sockets meant for someone else).
+// Options::block_io_uring runs it under a seccomp filter that makes io_uring_setup fail, as a
+// container's default profile does.
 // The destructor kills a server still running and removes the directory (kept when the
 // environment variable UCP_KEEP_SERVER_LOGS is set). One thread uses an instance.
 
@@ -44,6 +46,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "SeccompFilter.h"
 
 #ifndef UCP_BIN_DIR
 #error "UCP_BIN_DIR must name the directory holding proactor_test (ucp_add_test defines it)"
@@ -88,7 +92,8 @@ class ServerProcess {
     rlim_t nofile_limit = 0;             // RLIMIT_NOFILE for the child; 0 = inherit
     rlim_t address_space_limit = 0;      // RLIMIT_AS for the child (bytes); 0 = inherit
     std::string config_path;             // the CONFIG argument; empty = the generated file
-    int64_t start_timeout_ms = 10000;    // bound on the wait for "listening on"
+    int block_io_uring = 0;  // > 0: a seccomp filter makes io_uring_setup fail with this errno
+    int64_t start_timeout_ms = 10000;  // bound on the wait for "listening on"
     std::string binary = UCP_BIN_DIR "/proactor_test";
     int listen_fd = -1;               // >= 0: the child's fd 3, with LISTEN_FDS=1
     bool listen_pid_is_child = true;  // false: LISTEN_PID names the test process
@@ -168,6 +173,7 @@ class ServerProcess {
     const bool set_nofile = options_.nofile_limit != 0;
     const rlimit address_space{options_.address_space_limit, options_.address_space_limit};
     const bool set_address_space = options_.address_space_limit != 0;
+    const int block_io_uring = options_.block_io_uring;
     const pid_t parent = ::getpid();
     // Socket activation: the environment is built here; LISTEN_PID's digits are written in the
     // child (getpid() is async-signal-safe, formatting by hand too).
@@ -227,6 +233,8 @@ class ServerProcess {
         while (length > 0) listen_pid[at++] = digits[--length];
         listen_pid[at] = '\0';
       }
+      // As in a container whose seccomp profile blocks io_uring (kept across exec).
+      if (block_io_uring > 0 && !block_io_uring_setup(block_io_uring)) ::_exit(125);
       ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }

@@ -45,6 +45,8 @@ struct ServerConfig {
 
 /// [event_loop]
 struct EventLoopConfig {
+  std::string backend = "auto";             // auto | io_uring | epoll (auto: epoll where
+                                            // io_uring is blocked, with one WARN saying why)
   uint32_t ring_entries = 4096;             // pow2 8..32768 SQ entries per ring (CQ: 2x or more)
   bool sqpoll = false;                      // IORING_SETUP_SQPOLL, one shared kernel thread
   uint32_t sqpoll_idle_ms = 50;             // 0..60000 SQPOLL thread sleeps after this idle time

@@ -73,7 +73,12 @@ struct LinkedTimeout {
   Part timer_part;
   int32_t operation_result = 0;
   uint8_t remaining = 0;
-  TimerNode timer;  // epoll: cancels the parked operation
+  /// epoll: a loop timer, armed while the operation is parked, that ends it.
+  struct Deadline : TimerNode {
+    Operation* operation = nullptr;
+    void* backend = nullptr;
+  };
+  Deadline timer;
 };
 
 struct Operation : IoContext {

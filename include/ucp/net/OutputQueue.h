@@ -57,6 +57,8 @@ class OutputQueue {
   ~OutputQueue();
 
   bool empty() const noexcept { return head_ == nullptr; }
+  /// The oldest segment, or null (segments chain through `next`).
+  OutputSegment* first() const noexcept { return head_; }
   /// Unsent bytes, copied or borrowed.
   size_t size() const noexcept { return size_; }
   /// Unsent bytes held in chunks: the memory this queue owns, apart from chunk slack.

@@ -67,9 +67,10 @@ class StreamWriter {
     bool await_ready() noexcept;
     void await_suspend(std::coroutine_handle<> caller) noexcept;
     Result<void> await_resume() const noexcept;
-    /// Ends this write early with operation_canceled. A write none of whose bytes has reached
-    /// a send yet just leaves the queue; one already (partly) on its way cannot be taken back
-    /// without cutting the byte stream, so the connection's output fails instead.
+    /// Ends this write early with operation_canceled. A write none of whose bytes has been sent
+    /// just leaves the queue (if the send in flight covers it, once that send completes); one
+    /// already partly sent cannot be taken back without cutting the byte stream, so the
+    /// connection's output fails instead.
     void cancel() noexcept { writer_.cancel_writer(*this); }
     EventLoop& loop() const noexcept { return writer_.loop_; }
 
@@ -84,7 +85,8 @@ class StreamWriter {
     std::coroutine_handle<> caller_;
     std::error_code error_;
     Mode mode_;
-    bool queued_ = false;  // suspended with its segment in the queue
+    bool queued_ = false;            // suspended with its segment in the queue
+    bool cancel_requested_ = false;  // cancel() while the send in flight covered it
   };
 
   WriteAwaiter write_all(std::span<const std::byte> data) noexcept {
@@ -135,6 +137,7 @@ class StreamWriter {
   void drop_queue() noexcept;
   void finish_writer(OutputSegment& segment, std::error_code error) noexcept;
   void cancel_writer(WriteAwaiter& writer) noexcept;
+  void settle_cancels() noexcept;
   void arm_deadline() noexcept;
   void wake_flush_waiter() noexcept;
   static void on_send_complete(void* self, int32_t res) noexcept;
@@ -164,7 +167,8 @@ class StreamWriter {
   uint64_t bytes_written_ = 0;
   uint64_t sends_submitted_ = 0;
   State state_ = State::kOpen;
-  bool full_ = false;  // past max_output_bytes: write() waits until half is left
+  bool full_ = false;             // past max_output_bytes: write() waits until half is left
+  bool cancels_pending_ = false;  // some writer's cancel waits for the send in flight
 };
 
 }  // namespace ucp

@@ -277,13 +277,9 @@ std::string describe_setup_error(std::error_code error, const LoopOptions& optio
            " bytes of receive buffers: out of memory or address space" + address_space_note() +
            "; lower event_loop.provided_buffers_count or provided_buffer_size";
   }
+  // EPERM, ENOSYS and EINVAL mean io_uring is unavailable on this host: BackendSelection
+  // explains those. What is left are limits of this process.
   switch (error.value()) {
-    case EPERM:
-    case ENOSYS:
-      return "io_uring is not available: it is disabled (sysctl kernel.io_uring_disabled) or "
-             "blocked by a seccomp filter (e.g. Docker's default profile) [" +
-             error.message() +
-             "]; run on a host or container that allows io_uring (kernel >= 5.19 recommended)";
     case ENOMEM: {
       // Kernels before 5.12 charge rings to RLIMIT_MEMLOCK; mapping them into the process
       // counts against RLIMIT_AS.
@@ -295,10 +291,6 @@ std::string describe_setup_error(std::error_code error, const LoopOptions& optio
              " bytes) or address space" + address_space_note() +
              "; raise `ulimit -l` / `ulimit -v` or lower event_loop.ring_entries";
     }
-    case EINVAL:
-      return "the kernel rejected the io_uring parameters (ring_entries = " +
-             std::to_string(options.ring_entries) + "): " + error.message() +
-             "; kernel >= 5.19 recommended";
     case EMFILE:
     case ENFILE:
       return "cannot set up an io_uring: out of file descriptors (" + error.message() + ")";

@@ -129,7 +129,8 @@ class IoUring {
 /// One line saying why registering fixed buffers failed and what the server does instead.
 std::string describe_registration_error(std::error_code error, uint32_t count, uint32_t size);
 
-/// One line saying what a ring set-up failure means and what to do about it.
+/// One line saying what a ring set-up failure that is a limit of this process (ENOMEM,
+/// EMFILE...) means and what to do about it; BackendSelection explains the others.
 std::string describe_setup_error(std::error_code error, const LoopOptions& options);
 
 }  // namespace ucp::io
