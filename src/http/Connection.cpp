@@ -470,15 +470,16 @@ Task<> Next::operator()() {
   return not_routed(response_, allowed_);
 }
 
-Middleware access_log() {
-  return [](Request& request, Response& response, Next next) -> Task<> {
+Middleware access_log(LogLevel level) {
+  return [level](Request& request, Response& response, Next next) -> Task<> {
     const auto start = std::chrono::steady_clock::now();
     co_await next();
+    if (!Logger::enabled(level)) co_return;
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();
-    LOG_INFO("{} {} {} {} {}us", request.peer() ? request.peer()->to_string() : "-",
-             request.method_name(), request.target(), response.status(), micros);
+    UCP_LOG_AT(level, "{} {} {} {} {}us", request.peer() ? request.peer()->to_string() : "-",
+               request.method_name(), request.target(), response.status(), micros);
   };
 }
 
