@@ -57,6 +57,47 @@ ChunkCache& chunk_cache() {
   return cache;
 }
 
+/// Sessions of connections gone idle, for the next connection of this thread that has a
+/// request. Bounded in count, and a session holding large buffers is not kept.
+class SessionCache {
+ public:
+  static constexpr size_t kKeep = 64;
+  static constexpr size_t kMaxHeldBytes = 16 * 1024;
+
+  ~SessionCache() {
+    for (Session* session : free_) PoolDeleter{}(session);
+  }
+  Session* take(const ParserLimits& limits) {
+    while (!free_.empty()) {
+      Session* session = free_.back();
+      free_.pop_back();
+      if (session->parser.limits() == limits) return session;
+      PoolDeleter{}(session);  // another server's: built for other limits
+    }
+    return make_pooled<Session>(limits).release();
+  }
+  void give(Session* session) noexcept {
+    if (free_.size() < kKeep && session->parser.reusable() &&
+        session->parser.held_bytes() <= kMaxHeldBytes) {
+      session->parser.rewind();
+      session->response.reset();
+      session->out.clear();
+      free_.push_back(session);  // capacity reserved up front: cannot throw
+      return;
+    }
+    PoolDeleter{}(session);
+  }
+  SessionCache() { free_.reserve(kKeep); }
+
+ private:
+  std::vector<Session*> free_;
+};
+
+SessionCache& session_cache() {
+  thread_local SessionCache cache;
+  return cache;
+}
+
 Task<> not_routed(Response& response, Router::MethodSet allowed) {
   if (allowed != 0) {
     response.set_status(405);
@@ -70,6 +111,10 @@ Task<> not_routed(Response& response, Router::MethodSet allowed) {
 }
 
 }  // namespace
+
+Session* Session::acquire(const ParserLimits& limits) { return session_cache().take(limits); }
+
+void Session::release(Session* session) noexcept { session_cache().give(session); }
 
 // ---- the connection coroutine ----
 
@@ -205,10 +250,8 @@ Task<> Connection::linger() {
 // ---- requests ----
 
 Task<Connection::Outcome> Connection::process(io::BufferLease data) {
-  if (!session_) {
-    session_ = make_pooled<Session>(core_.limits);
-    session_->response.connection_ = this;
-  }
+  if (!session_) session_.reset(Session::acquire(core_.limits));
+  session_->response.connection_ = this;
   RequestParser& parser = session_->parser;
   std::string_view input(data.chars(), data.size());
   Outcome outcome = Outcome::kKeepGoing;
@@ -375,7 +418,7 @@ void Connection::start_stream(Response& response) noexcept {
 
 Task<> Connection::send_error(int status, std::string_view reason) {
   LOG_DEBUG("http {}: {} ({})", tcp_.peer().to_string(), status, reason);
-  if (!session_) session_ = make_pooled<Session>(core_.limits);
+  if (!session_) session_.reset(Session::acquire(core_.limits));
   OutBuffer& out = session_->out;
   out.clear();
   const std::string_view phrase = reason_phrase(status);
@@ -472,9 +515,12 @@ Task<> Next::operator()() {
 
 Middleware access_log(LogLevel level) {
   return [level](Request& request, Response& response, Next next) -> Task<> {
+    if (!Logger::enabled(level)) {  // no clock read while the level is off
+      co_await next();
+      co_return;
+    }
     const auto start = std::chrono::steady_clock::now();
     co_await next();
-    if (!Logger::enabled(level)) co_return;
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();

@@ -142,6 +142,12 @@ RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
   return Event::kNeedMore;
 }
 
+void RequestParser::rewind() noexcept {
+  llhttp_init(&parser_, HTTP_REQUEST, &kSettings);
+  parser_.data = this;
+  next();
+}
+
 void RequestParser::next() noexcept {
   // The strings of the answered request are no longer needed; the parser itself already
   // stands at the start of the next request (on_message_begin resets the rest).

@@ -35,6 +35,8 @@ struct ParserLimits {
   uint32_t max_request_line_bytes = 8192;  // method, target and version: else 414
   uint32_t max_header_bytes = 16384;       // header fields (also trailers): else 431
   uint64_t max_body_bytes = 1048576;       // Content-Length or de-chunked size: else 413
+
+  bool operator==(const ParserLimits&) const = default;
 };
 
 class RequestParser {
@@ -68,6 +70,11 @@ class RequestParser {
   void next() noexcept;
   /// A request has begun (some of its bytes were consumed) and is not complete yet.
   bool in_message() const noexcept { return in_message_; }
+  /// Between requests and not failed: after rewind() it can take a new connection's bytes.
+  bool reusable() const noexcept { return !in_message_ && error_status_ == 0; }
+  /// Back to the state of a new connection (llhttp remembers, e.g., a "Connection: close").
+  void rewind() noexcept;
+  const ParserLimits& limits() const noexcept { return limits_; }
   /// ...and its head is complete: the body is being read.
   bool in_body() const noexcept { return in_message_ && head_complete_; }
   /// The request asked for "100 Continue" and its body is still to come; say it once.

@@ -105,8 +105,20 @@ struct Session {
   RequestParser parser;
   Response response;
   OutBuffer out;
+
+  /// From the calling thread's cache of idle sessions (a reset instead of a construction),
+  /// else a new one from the pool.
+  static Session* acquire(const ParserLimits& limits);
+  /// Back to the cache when it can serve another connection, else destroyed.
+  static void release(Session* session) noexcept;
 };
 static_assert(sizeof(Session) <= MemoryPool::kMaxBlockSize, "Session must fit a pool block");
+
+/// Owns a Session between acquire and release.
+struct SessionRelease {
+  void operator()(Session* session) const noexcept { Session::release(session); }
+};
+using SessionPtr = std::unique_ptr<Session, SessionRelease>;
 
 /// One connection's HTTP state. Lives in the connection coroutine's frame.
 class Connection {
@@ -185,7 +197,7 @@ class Connection {
   ServerCore& core_;
   TcpConnection& tcp_;
   WorkerSlot* slot_;
-  PoolPtr<Session> session_;
+  SessionPtr session_;
   Timer read_timer_;
   Timer send_timer_;
   uint64_t request_started_ms_ = 0;
