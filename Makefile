@@ -3,16 +3,18 @@
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CONFIG ?= config/ucp.conf
+FUZZ_SECONDS ?= 600
 WERROR ?= ON
 
-.PHONY: all deps test-deps build run run-http test test-release test-asan test-tsan bench memcheck soak format format-check clean
+.PHONY: all deps test-deps build run run-http test test-release test-asan test-tsan fuzz-build test-fuzz fuzz bench memcheck soak format format-check clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh core
 
-# What the tests use besides the build: curl (HTTP clients in the integration tests).
+# What the tests use besides the build: curl (HTTP clients in the integration tests), clang
+# and its runtime libraries (libFuzzer).
 test-deps:
 	@scripts/install-deps.sh core test
 
@@ -31,7 +33,7 @@ run-http: build
 
 # Unit + integration tests on the release build, the whole suite again under
 # AddressSanitizer + UBSan (LeakSanitizer on), then the cross-thread tests under TSan.
-test: test-release test-asan test-tsan
+test: test-release test-asan test-tsan test-fuzz
 	@echo "make test: all passes green"
 
 test-release: build test-deps
@@ -47,6 +49,17 @@ test-tsan: deps
 	@cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUCP_SANITIZE=thread -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build/tsan -j $(JOBS)
 	cd build/tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads -j $(JOBS) --timeout 600
+
+# The libFuzzer harnesses (clang, ASan+UBSan): a short run in make test, a long one in make fuzz.
+fuzz-build: test-deps
+	@cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUCP_SANITIZE=address -DUCP_FUZZ=ON -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build/fuzz -j $(JOBS) --target http_request_fuzz
+
+test-fuzz: fuzz-build
+	scripts/fuzz.sh 25
+
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 bench: deps
 	@scripts/install-deps.sh bench
