@@ -309,6 +309,128 @@ TEST_F(HttpServerBinary, ClosesAClientThatStopsReading) {
   EXPECT_TRUE(server.stop(SIGTERM).clean());
 }
 
+// Every framing vector of the smuggling lists: 400, "Connection: close", then the close;
+// never a second request out of the ambiguous bytes (the trailing GET /smuggled is never
+// answered).
+TEST_F(HttpServerBinary, RefusesEveryAmbiguousFramingWith400AndCloses) {
+  ServerProcess server(http_server(www_));
+  UCP_START_SERVER(server);
+  const std::string post = "POST /echo HTTP/1.1\r\nHost: t\r\n";
+  const std::string te = post + "Transfer-Encoding: chunked\r\n\r\n";
+  const std::vector<std::pair<std::string, std::string>> vectors = {
+      {"CL+TE", post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+      {"TE+CL", post + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"},
+      {"TE empty", post + "Transfer-Encoding:\r\n\r\n"},
+      {"TE pigeons", post + "Transfer-Encoding: pigeons\r\n\r\n"},
+      {"TE identity", post + "Transfer-Encoding: identity\r\n\r\n"},
+      {"TE gzip, chunked", post + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"},
+      {"TE chunked, gzip", post + "Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n"},
+      {"two TE lines", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"},
+      {"TE en-dash", post + "Transfer-Encoding: ch\xe2\x80\x93nked\r\n\r\n0\r\n\r\n"},
+      {"differing CL", post + "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"},
+      {"CL 42, 42", post + "Content-Length: 3, 3\r\n\r\nabc"},
+      {"CL x", post + "Content-Length: x\r\n\r\n"},
+      {"CL +5", post + "Content-Length: +5\r\n\r\nhello"},
+      {"CL -1", post + "Content-Length: -1\r\n\r\n"},
+      {"CL 0x10", post + "Content-Length: 0x10\r\n\r\n"},
+      {"CL 1_0", post + "Content-Length: 1_0\r\n\r\n"},
+      {"CL overflow", post + "Content-Length: 99999999999999999999999\r\n\r\n"},
+      {"chunk 123x", te + "123x\r\n"},
+      {"chunk Z", te + "Z\r\n"},
+      {"chunk 2 foo", te + "2 foo\r\nab\r\n0\r\n\r\n"},
+      {"chunk 0_2e", te + "0_2e\r\n\r\n"},
+      {"chunk > 16 digits", te + "10000000000000001\r\na\r\n"},
+      {"chunk bare LF", te + "1\na\n0\n\n"},
+      {"CR in chunk-ext", te + "1;a=b\rc\r\na\r\n0\r\n\r\n"},
+      {"bare LF", "GET / HTTP/1.1\nHost: t\n\n"},
+      {"bare CR", "GET / HTTP/1.1\rHost: t\r\n\r\n"},
+      {"obs-fold", "GET / HTTP/1.1\r\nHost: t\r\nX-A: a\r\n  folded\r\n\r\n"},
+      {"space before colon", "GET / HTTP/1.1\r\nHost : t\r\n\r\n"},
+      {"space before first header", "GET / HTTP/1.1\r\n Host: t\r\n\r\n"},
+      {"NUL in value", std::string("GET / HTTP/1.1\r\nHost: t\r\nX: a\0b\r\n\r\n", 38)},
+      {"CR in value", "GET / HTTP/1.1\r\nHost: t\r\nX: a\rb\r\n\r\n"},
+      {"8-bit in name", "GET / HTTP/1.1\r\nHost: t\r\nX\xff: a\r\n\r\n"},
+      {"HTTP/1.32", "GET / HTTP/1.32\r\nHost: t\r\n\r\n"},
+      {"junk method", "G<T / HTTP/1.1\r\nHost: t\r\n\r\n"},
+      {"missing Host", "GET / HTTP/1.1\r\n\r\n"},
+      {"duplicate Host", "GET / HTTP/1.1\r\nHost: t\r\nHost: u\r\n\r\n"},
+      {"NUL in target", std::string("GET /a\0b HTTP/1.1\r\nHost: t\r\n\r\n", 30)},
+      {"control byte in target", "GET /a\x01b HTTP/1.1\r\nHost: t\r\n\r\n"},
+  };
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
+  for (const auto& [name, bytes] : vectors) {
+    auto fd = connect_loopback(server.port());
+    ASSERT_TRUE(fd);
+    (void)send_text(fd->get(), bytes + smuggled);
+    std::string pending;
+    auto reply = read_response(fd->get(), pending, 5000);
+    ASSERT_TRUE(reply) << name << ": " << reply.error().message();
+    EXPECT_EQ(reply->status, 400) << name;
+    EXPECT_EQ(reply->header("connection"), "close") << name;
+    auto rest = drain_until_closed(fd->get(), 5000);
+    ASSERT_TRUE(rest) << name << ": not closed";
+    EXPECT_EQ(pending.size() + *rest, 0u) << name << ": more than one answer";
+  }
+  // Not ambiguous, so served: field names are case-insensitive and the space after ':' is
+  // optional (a server that missed these would disagree with a proxy about the body).
+  for (const std::string name : {"tRANSFER-ENCODING: chunked", "Transfer-Encoding:chunked"}) {
+    auto reply = http_exchange(server.port(), post + name + "\r\n\r\n2\r\nok\r\n0\r\n\r\n");
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 200) << name;
+    EXPECT_EQ(reply->body, "ok") << name;
+  }
+  // HTTP/1.0 with Transfer-Encoding: answered, then closed (RFC 9112 §6.1).
+  auto old = connect_loopback(server.port());
+  ASSERT_TRUE(old);
+  ASSERT_TRUE(
+      send_text(old->get(),
+                "POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked"
+                "\r\n\r\n2\r\nhi\r\n0\r\n\r\n" +
+                    smuggled));
+  std::string pending;
+  auto answered = read_response(old->get(), pending, 5000);
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->body, "hi");
+  EXPECT_EQ(answered->header("connection"), "close");
+  EXPECT_TRUE(drain_until_closed(old->get(), 5000));
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// Pipelined requests split at every byte offset: the answers are the same as unsplit.
+TEST_F(HttpServerBinary, AnswersPipelinedRequestsAlikeWhereverTheyAreSplit) {
+  ServerProcess server(http_server(www_, {"server.thread_num=1"}));
+  UCP_START_SERVER(server);
+  const std::string batch =
+      "GET /style.css HTTP/1.1\r\nHost: t\r\n\r\n"
+      "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Type: a/b\r\nContent-Length: 4\r\n\r\nbody"
+      "HEAD /sub/page.txt HTTP/1.1\r\nHost: t\r\n\r\n"
+      "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+      "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+  auto answers = [&](size_t split) {
+    std::string all;
+    auto fd = connect_loopback(server.port());
+    if (!fd) return std::string("connect failed");
+    (void)send_text(fd->get(), std::string_view(batch).substr(0, split));
+    if (split < batch.size()) {
+      std::this_thread::sleep_for(1ms);
+      (void)send_text(fd->get(), std::string_view(batch).substr(split));
+    }
+    std::string pending;
+    for (int i = 0; i < 5; ++i) {
+      auto reply = read_response(fd->get(), pending, 5000, i == 2);
+      if (!reply) return "answer " + std::to_string(i) + ": " + reply.error().message();
+      all += reply->without_date() + "\n--\n";
+    }
+    return all;
+  };
+  const std::string whole = answers(batch.size());
+  ASSERT_NE(whole.find("body"), std::string::npos) << whole;
+  for (size_t split = 1; split < batch.size(); ++split) {
+    ASSERT_EQ(answers(split), whole) << "split at " << split;
+  }
+  EXPECT_TRUE(server.stop(SIGTERM).clean());
+}
+
 TEST_F(HttpServerBinary, ExitsWithTheDocumentedCodes) {
   {
     ServerProcess server(http_server(www_, {"http.index=a/b"}));
