@@ -255,8 +255,9 @@ Task<Connection::Outcome> Connection::process(io::BufferLease data) {
   RequestParser& parser = session_->parser;
   std::string_view input(data.chars(), data.size());
   Outcome outcome = Outcome::kKeepGoing;
+  bool began_here = false;  // the request left unfinished started in this input
   for (;;) {
-    if (!parser.in_message()) request_started_ms_ = io::coarse_now_ms();
+    began_here = !parser.in_message();
     const auto event = parser.feed(input);
     if (event == RequestParser::Event::kNeedMore) break;
     if (event == RequestParser::Event::kError) {
@@ -274,6 +275,7 @@ Task<Connection::Outcome> Connection::process(io::BufferLease data) {
     parser.next();
   }
   if (outcome == Outcome::kKeepGoing && parser.in_message()) {
+    if (began_here) request_started_ms_ = io::coarse_now_ms();  // header_timeout_ms runs
     // The rest of a request comes with a later read: keep what it refers to, not `data`.
     if (!parser.detach_input()) {
       LOG_WARN("http {}: no memory for an unfinished request", tcp_.peer().to_string());

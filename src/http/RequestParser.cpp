@@ -1,6 +1,7 @@
 #include "RequestParser.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <new>
 
@@ -33,15 +34,42 @@ void for_each_token(std::string_view list, F&& f) {
   }
 }
 
-/// uri-host [ ":" port ] (RFC 3986): reg-name, IPv4 or an IP-literal. Loose on structure,
-/// strict on characters: nothing that could end a field or smuggle a path in.
+/// A 256-entry membership table, built at compile time.
+struct CharSet {
+  bool member[256] = {};
+  constexpr CharSet(std::string_view extra, bool alphanumerics) {
+    for (int c = 0; c < 256; ++c) {
+      member[c] = alphanumerics &&
+                  ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'));
+    }
+    for (const char c : extra) member[static_cast<unsigned char>(c)] = true;
+  }
+  constexpr bool operator()(char c) const noexcept { return member[static_cast<unsigned char>(c)]; }
+};
+
+// uri-host [ ":" port ] (RFC 3986): unreserved, pct-encoded, sub-delims, ':' and the
+// brackets of an IP-literal.
+constexpr CharSet kHostChars("-._~!$&'()*+,;=%:[]", true);
+
+/// uri-host [ ":" port ]: reg-name, IPv4 or an IP-literal. Loose on structure, strict on
+/// characters: nothing that could end a field or smuggle a path in.
 bool valid_host(std::string_view host) noexcept {
   for (const char c : host) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    std::strchr("-._~!$&'()*+,;=%:[]", c) != nullptr;
-    if (!ok || c == '\0') return false;
+    if (!kHostChars(c)) return false;
   }
   return true;
+}
+
+/// Length of each llhttp method name, so the request line is measured without strlen.
+size_t method_length(uint8_t method) noexcept {
+  static constexpr auto lengths = [] {
+    std::array<uint8_t, 256> table{};
+#define UCP_METHOD_LENGTH(number, name, text) table[number] = sizeof(#text) - 1;
+    HTTP_ALL_METHOD_MAP(UCP_METHOD_LENGTH)
+#undef UCP_METHOD_LENGTH
+    return table;
+  }();
+  return lengths[method];
 }
 
 bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept {
@@ -271,10 +299,7 @@ int RequestParser::on_message_begin(llhttp_t* parser) noexcept {
 int RequestParser::on_url(llhttp_t* parser, const char* at, size_t length) noexcept {
   RequestParser& p = self(parser);
   // The request line: method SP target SP HTTP/1.x CRLF.
-  if (p.line_bytes_ == 0) {
-    p.line_bytes_ = static_cast<uint32_t>(
-        std::strlen(llhttp_method_name(static_cast<llhttp_method_t>(parser->method))) + 12);
-  }
+  if (p.line_bytes_ == 0) p.line_bytes_ = static_cast<uint32_t>(method_length(parser->method) + 12);
   p.line_bytes_ += static_cast<uint32_t>(std::min<size_t>(length, UINT32_MAX / 2));
   if (p.line_bytes_ > p.limits_.max_request_line_bytes) return p.fail(414, "request line too long");
   const bool extend = p.open_ == Token::kUrl;

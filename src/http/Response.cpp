@@ -1,5 +1,6 @@
 #include "ucp/http/Response.h"
 
+#include <array>
 #include <cstring>
 #include <stdexcept>
 
@@ -18,10 +19,17 @@ std::string_view Response::copy(std::string_view text) {
 
 namespace {
 
-bool token_char(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);
-}
+constexpr auto kTokenChars = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c) {
+    table[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  }
+  for (const char c : std::string_view("!#$%&'*+-.^_`|~"))
+    table[static_cast<unsigned char>(c)] = true;
+  return table;
+}();
+
+bool token_char(char c) noexcept { return kTokenChars[static_cast<unsigned char>(c)]; }
 
 }  // namespace
 
@@ -37,14 +45,30 @@ void Response::add_header(std::string_view name, std::string_view value) {
       throw std::invalid_argument("CR, LF or NUL in a header value");
     }
   }
-  if (iequals(name, "content-length") || iequals(name, "transfer-encoding")) return;
-  if (iequals(name, "connection")) {
-    if (iequals(value, "close")) close_ = true;
-    return;
+  // The fields the server writes itself, told apart by length first.
+  switch (name.size()) {
+    case 4:
+      if (iequals(name, "date")) custom_date_ = true;
+      break;
+    case 6:
+      if (iequals(name, "server")) custom_server_ = true;
+      break;
+    case 10:
+      if (iequals(name, "connection")) {
+        if (iequals(value, "close")) close_ = true;
+        return;
+      }
+      break;
+    case 14:
+      if (iequals(name, "content-length")) return;
+      break;
+    case 17:
+      if (iequals(name, "transfer-encoding")) return;
+      break;
+    default:
+      break;
   }
   if (header_count_ == kMaxHeaders) throw std::length_error("more than Response::kMaxHeaders");
-  if (iequals(name, "date")) custom_date_ = true;
-  if (iequals(name, "server")) custom_server_ = true;
   ::new (&fields()[header_count_]) Header{copy(name), copy(value)};
   ++header_count_;
 }

@@ -6,12 +6,7 @@
 
 namespace ucp::http {
 
-void OutBuffer::append(std::string_view text) {
-  if (!spilled_ && text.size() <= kInlineBytes - size_) {
-    text.copy(inline_ + size_, text.size());
-    size_ += text.size();
-    return;
-  }
+void OutBuffer::append_spilling(std::string_view text) {
   if (!spilled_) {
     spill_.reserve(size_ + text.size() + kInlineBytes);
     spill_.assign(inline_, size_);

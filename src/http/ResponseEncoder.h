@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,11 +31,20 @@ class OutBuffer {
   size_t size() const noexcept { return spilled_ ? spill_.size() : size_; }
   /// Bytes that still fit without spilling.
   size_t inline_room() const noexcept { return spilled_ ? 0 : kInlineBytes - size_; }
-  void append(std::string_view text);
+  void append(std::string_view text) {
+    if (!spilled_ && text.size() <= kInlineBytes - size_) {  // the common case, inlined
+      if (!text.empty()) std::memcpy(inline_ + size_, text.data(), text.size());
+      size_ += text.size();
+      return;
+    }
+    append_spilling(text);
+  }
   void append_decimal(uint64_t value);
   void append_hex(uint64_t value);
 
  private:
+  void append_spilling(std::string_view text);
+
   char inline_[kInlineBytes];
   size_t size_ = 0;
   std::string spill_;
