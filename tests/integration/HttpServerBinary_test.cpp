@@ -86,6 +86,12 @@ HttpReply get(const ServerProcess& server, const std::string& path,
   return reply ? *reply : HttpReply{};
 }
 
+/// A string literal with the NUL bytes inside it (std::string(const char*) would stop there).
+template <size_t N>
+std::string with_nul(const char (&text)[N]) {
+  return std::string(text, N - 1);
+}
+
 #define UCP_NEED_CURL() \
   if (!have_program("curl")) GTEST_SKIP() << "curl not installed (make test installs it)"
 
@@ -347,14 +353,14 @@ TEST_F(HttpServerBinary, RefusesEveryAmbiguousFramingWith400AndCloses) {
       {"obs-fold", "GET / HTTP/1.1\r\nHost: t\r\nX-A: a\r\n  folded\r\n\r\n"},
       {"space before colon", "GET / HTTP/1.1\r\nHost : t\r\n\r\n"},
       {"space before first header", "GET / HTTP/1.1\r\n Host: t\r\n\r\n"},
-      {"NUL in value", std::string("GET / HTTP/1.1\r\nHost: t\r\nX: a\0b\r\n\r\n", 38)},
+      {"NUL in value", with_nul("GET / HTTP/1.1\r\nHost: t\r\nX: a\0b\r\n\r\n")},
       {"CR in value", "GET / HTTP/1.1\r\nHost: t\r\nX: a\rb\r\n\r\n"},
       {"8-bit in name", "GET / HTTP/1.1\r\nHost: t\r\nX\xff: a\r\n\r\n"},
       {"HTTP/1.32", "GET / HTTP/1.32\r\nHost: t\r\n\r\n"},
       {"junk method", "G<T / HTTP/1.1\r\nHost: t\r\n\r\n"},
       {"missing Host", "GET / HTTP/1.1\r\n\r\n"},
       {"duplicate Host", "GET / HTTP/1.1\r\nHost: t\r\nHost: u\r\n\r\n"},
-      {"NUL in target", std::string("GET /a\0b HTTP/1.1\r\nHost: t\r\n\r\n", 30)},
+      {"NUL in target", with_nul("GET /a\0b HTTP/1.1\r\nHost: t\r\n\r\n")},
       {"control byte in target", "GET /a\x01b HTTP/1.1\r\nHost: t\r\n\r\n"},
   };
   const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
