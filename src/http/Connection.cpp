@@ -33,6 +33,7 @@ constexpr std::string_view kCrlf = "\r\n";
 /// the same read; larger ones go out piece by piece, each sent from the read buffer.
 constexpr size_t kSmallFileBytes = 16 * 1024;
 constexpr size_t kFileChunkBytes = 128 * 1024;
+static_assert(MemoryPool::kMaxBlockSize <= kSmallFileBytes);
 
 /// Read buffers for file bodies, kept per thread so a file response allocates nothing.
 class ChunkCache {
@@ -48,7 +49,7 @@ class ChunkCache {
   }
 
  private:
-  static constexpr size_t kKeep = 8;
+  static constexpr size_t kKeep = 16;  // 2 MiB per thread at most
   std::vector<std::unique_ptr<char[]>> free_;
 };
 
@@ -442,20 +443,33 @@ Task<> Connection::send_error(int status, std::string_view reason) {
 // ---- bodies ----
 
 Task<Result<void>> Connection::send_file(int fd, uint64_t offset, uint64_t length) {
+  // A small file is read into a pool block (the usual static file: no malloc, no page
+  // fault); a larger one in 128 KiB pieces through a buffer kept per thread.
   ChunkCache& cache = chunk_cache();
-  std::unique_ptr<char[]> chunk = cache.take();
+  const bool small = length <= MemoryPool::kMaxBlockSize;
+  std::unique_ptr<char[]> chunk;
+  char* buffer = nullptr;
+  size_t capacity = 0;
+  if (small) {
+    capacity = static_cast<size_t>(length);
+    buffer = static_cast<char*>(MemoryPool::allocate(capacity == 0 ? 1 : capacity));
+  } else {
+    chunk = cache.take();
+    buffer = chunk.get();
+    capacity = kFileChunkBytes;
+  }
   Result<void> result;
   while (length > 0) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(length, kFileChunkBytes));
-    auto n = co_await io::read(tcp_.loop(), fd,
-                               std::as_writable_bytes(std::span(chunk.get(), want)), offset);
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(length, capacity));
+    auto n =
+        co_await io::read(tcp_.loop(), fd, std::as_writable_bytes(std::span(buffer, want)), offset);
     if (!n || *n == 0) {
       // Unreadable, or shorter than announced (truncated while we sent it): the client
       // cannot be told but by closing.
       result = Unexpected{n ? make_error_code(std::errc::io_error) : n.error()};
       break;
     }
-    const std::string_view bytes(chunk.get(), *n);
+    const std::string_view bytes(buffer, *n);
     // A small file is queued as a copy (no waiting); a large one is sent piece by piece
     // straight from the read buffer, the next read starting once the kernel has the piece.
     const bool whole = *n == length && *n <= kSmallFileBytes;
@@ -466,7 +480,11 @@ Task<Result<void>> Connection::send_file(int fd, uint64_t offset, uint64_t lengt
     offset += *n;
     length -= *n;
   }
-  cache.give(std::move(chunk));
+  if (small) {
+    MemoryPool::deallocate(buffer);
+  } else {
+    cache.give(std::move(chunk));
+  }
   co_return result;
 }
 
