@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <unordered_map>
 #include <utility>
 
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include "ucp/http/HttpDate.h"
 #include "ucp/http/Url.h"
+#include "ucp/io/Deadlines.h"
 
 namespace ucp::app {
 namespace {
@@ -170,6 +172,60 @@ void serve_file(Request& request, Response& response, UniqueFd fd, const struct 
   response.set_file(std::move(fd), 0, size);
 }
 
+/// Files served in the last second, per worker thread: a hit costs one dup() instead of
+/// openat2 + fstat (a path walk and an inode lookup), the bulk of a small file's cost besides
+/// the send. The cache keeps its own descriptor; each response gets a duplicate it closes
+/// when sent, so an entry can be dropped at any time. A file replaced or changed on disk is
+/// seen at most kValidMs later, as with nginx's open_file_cache.
+class OpenFileCache {
+ public:
+  static constexpr size_t kMaxEntries = 256;
+  static constexpr uint64_t kValidMs = 1000;
+
+  /// A fresh entry for `path` (a normalized URL path) of `owner`, duplicated into `fd`.
+  bool find(const StaticFiles* owner, const std::string& path, UniqueFd& fd, struct stat& st,
+            std::string& name) {
+    if (owner != owner_) return false;
+    const auto it = entries_.find(path);
+    if (it == entries_.end()) return false;
+    if (io::coarse_now_ms() - it->second.opened_ms > kValidMs) {
+      entries_.erase(it);
+      return false;
+    }
+    fd = UniqueFd(::fcntl(it->second.fd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!fd) return false;
+    st = it->second.st;
+    name = it->second.name;
+    return true;
+  }
+  void store(const StaticFiles* owner, const std::string& path, int fd, const struct stat& st,
+             std::string_view name) {
+    if (owner != owner_ || entries_.size() >= kMaxEntries) {
+      entries_.clear();  // another server's, or full: start over (hits refill it)
+      owner_ = owner;
+    }
+    UniqueFd own(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!own) return;
+    entries_.insert_or_assign(path,
+                              Entry{std::move(own), st, std::string(name), io::coarse_now_ms()});
+  }
+
+ private:
+  struct Entry {
+    UniqueFd fd;
+    struct stat st;
+    std::string name;  // the file served (a directory's index), for its type
+    uint64_t opened_ms;
+  };
+  const StaticFiles* owner_ = nullptr;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+OpenFileCache& open_file_cache() {
+  thread_local OpenFileCache cache;
+  return cache;
+}
+
 }  // namespace
 
 StaticFiles::StaticFiles(const std::string& root, std::string index, std::string& error)
@@ -224,6 +280,16 @@ void StaticFiles::answer(Request& request, Response& response) const {
     answer_status(response, 403, "Forbidden\n");  // ".." above the root
     return;
   }
+  OpenFileCache& cache = open_file_cache();
+  {
+    UniqueFd cached;
+    struct stat st {};
+    std::string name;
+    if (cache.find(this, path, cached, st, name)) {
+      serve_file(request, response, std::move(cached), st, name);
+      return;
+    }
+  }
   std::string relative = path == "/" ? std::string(".") : path.substr(1);
   UniqueFd fd = open_beneath(relative, O_RDONLY | O_NONBLOCK);
   if (!fd) {
@@ -263,6 +329,7 @@ void StaticFiles::answer(Request& request, Response& response) const {
     answer_status(response, 403, "Forbidden\n");  // devices, FIFOs, sockets
     return;
   }
+  cache.store(this, path, fd.get(), st, name);
   serve_file(request, response, std::move(fd), st, name);
 }
 

@@ -12,6 +12,8 @@
 //   If-Range): 206, or 416 with "Content-Range: bytes */SIZE"; several ranges are answered
 //   with the whole file (200), which RFC 9110 allows.
 // - The body is the open file: the server reads it through the ring in bounded pieces.
+//   Files served in the last second are kept open per worker thread (a hit costs a dup()
+//   instead of a path walk); a change on disk is seen within that second.
 //
 // Thread contract: built once on the main thread; handle() runs on any worker thread.
 

@@ -125,6 +125,36 @@ TEST_F(HttpServerBinary, ServesFilesWithTypesAndValidators) {
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
+// Files are kept open for a second per worker: a file rewritten on disk (another size,
+// another mtime) is served new shortly after, never a mix of old metadata and new bytes.
+TEST_F(HttpServerBinary, ServesAChangedFileSoonAfter) {
+  ServerProcess server(http_server(www_, {"server.thread_num=1"}));
+  UCP_START_SERVER(server);
+  EXPECT_EQ(get(server, "/sub/page.txt").body, "a page\n");
+  {
+    std::ofstream out(www_.root() + "/sub/page.txt.new", std::ios::binary);
+    out << "a longer, rewritten page\n";
+  }
+  fs::rename(www_.root() + "/sub/page.txt.new", www_.root() + "/sub/page.txt");
+  std::string body;
+  for (int i = 0; i < 100 && body != "a longer, rewritten page\n"; ++i) {
+    auto reply = get(server, "/sub/page.txt");
+    ASSERT_EQ(reply.status, 200);
+    body = reply.body;
+    ASSERT_TRUE(body == "a page\n" || body == "a longer, rewritten page\n") << body;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(body, "a longer, rewritten page\n");
+  fs::remove(www_.root() + "/sub/page.txt");
+  int status = 200;
+  for (int i = 0; i < 100 && status == 200; ++i) {
+    status = get(server, "/sub/page.txt").status;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(status, 404);
+  EXPECT_TRUE(server.stop(SIGTERM).clean());
+}
+
 TEST_F(HttpServerBinary, AnswersDirectoriesWithIndexRedirectOr404) {
   ServerProcess server(http_server(www_));
   UCP_START_SERVER(server);
