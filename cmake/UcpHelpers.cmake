@@ -11,11 +11,12 @@
 
 add_library(ucp_build_flags INTERFACE)
 target_compile_options(ucp_build_flags INTERFACE
-  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
+  -Wall -Wextra -Wpedantic -Wshadow
+  $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor> $<$<COMPILE_LANGUAGE:CXX>:-Wold-style-cast>
   # GCC 12 reports -Wrestrict on plain std::string concatenation (GCC bug 105651, fixed in 13).
   $<$<AND:$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>:-Wno-restrict>
   $<$<BOOL:${UCP_WERROR}>:-Werror>)
-if(NOT UCP_SANITIZE STREQUAL "")
+if(NOT UCP_SANITIZE STREQUAL "" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   # GCC 12's -Wmaybe-uninitialized misfires on instrumented code (e.g. inside <regex>).
   target_compile_options(ucp_build_flags INTERFACE -Wno-maybe-uninitialized)
 endif()

@@ -185,9 +185,11 @@ const std::vector<Key>& keys() {
   using S = ServerConfig;
   using E = EventLoopConfig;
   using L = LogOptions;
+  using H = HttpConfig;
   constexpr auto kServer = &Config::server;
   constexpr auto kLoop = &Config::event_loop;
   constexpr auto kLog = &Config::log;
+  constexpr auto kHttp = &Config::http;
   constexpr auto kPow2 = Shape::kPowerOfTwo;
   static const std::vector<Key> table = {
       {"server", "name", string_key(kServer, &S::name, Empty::kRefused), shown(kServer, &S::name)},
@@ -305,12 +307,37 @@ const std::vector<Key>& keys() {
          return {};
        },
        shown(kLog, &L::queue_full_policy)},
+
+      {"http", "root", string_key(kHttp, &H::root, Empty::kRefused), shown(kHttp, &H::root)},
+      {"http", "index",
+       [](Config& config, std::string_view value) -> std::string {
+         if (value.empty()) return "empty value";
+         if (value.find('/') != std::string_view::npos || value == "." || value == "..") {
+           return quoted(value) + " is not a file name (no '/')";
+         }
+         config.http.index = std::string(value);
+         return {};
+       },
+       shown(kHttp, &H::index)},
+      {"http", "max_request_line_bytes",
+       unsigned_key(kHttp, &H::max_request_line_bytes, 256, 1048576),
+       shown(kHttp, &H::max_request_line_bytes)},
+      {"http", "max_header_bytes", unsigned_key(kHttp, &H::max_header_bytes, 1024, 16777216),
+       shown(kHttp, &H::max_header_bytes)},
+      {"http", "max_body_bytes", unsigned_key(kHttp, &H::max_body_bytes, 0, 1073741824),
+       shown(kHttp, &H::max_body_bytes)},
+      {"http", "header_timeout_ms", unsigned_key(kHttp, &H::header_timeout_ms, 0, 3600000),
+       shown(kHttp, &H::header_timeout_ms)},
+      {"http", "keepalive_timeout_ms", unsigned_key(kHttp, &H::keepalive_timeout_ms, 0, 86400000),
+       shown(kHttp, &H::keepalive_timeout_ms)},
+      {"http", "send_timeout_ms", unsigned_key(kHttp, &H::send_timeout_ms, 0, 86400000),
+       shown(kHttp, &H::send_timeout_ms)},
   };
   return table;
 }
 
 bool is_section(std::string_view name) {
-  return name == "server" || name == "event_loop" || name == "log";
+  return name == "server" || name == "event_loop" || name == "log" || name == "http";
 }
 
 // The keys whose values decide the memory a server allocates at start (Config::startup_bytes).
@@ -416,8 +443,8 @@ class Parser {
     if (name.empty()) fail(line_number, "missing key before '=' in " + quoted(line));
     if (section_.empty()) {
       fail(line_number, std::string(name) +
-                            ": key outside any section (put it under [server], [event_loop] "
-                            "or [log])");
+                            ": key outside any section (put it under [server], [event_loop], "
+                            "[log] or [http])");
     }
     const Key& key = find(section_, name, line_number);
     auto [first, inserted] = first_line_.emplace(&key, line_number);

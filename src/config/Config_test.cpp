@@ -73,6 +73,7 @@ void expect_defaults(const Config& config) {
   EXPECT_EQ(config.server, ServerConfig{});
   EXPECT_EQ(config.event_loop, EventLoopConfig{});
   expect_default_log(config.log);
+  EXPECT_EQ(config.http, HttpConfig{});
 }
 
 std::string write_temp_file(const std::string& name, const std::string& text) {
@@ -112,7 +113,7 @@ TEST(Config, SpecExampleLoadsFromAFile) {
 TEST(Config, EmptyTextGivesDefaults) {
   expect_defaults(Config::parse("", "empty.conf"));
   expect_defaults(Config::parse("\n\n  \n# only a comment\n; another\n", "blank.conf"));
-  expect_defaults(Config::parse("[server]\n[event_loop]\n[log]\n", "headers.conf"));
+  expect_defaults(Config::parse("[server]\n[event_loop]\n[log]\n[http]\n", "headers.conf"));
 }
 
 TEST(Config, EmptyFileGivesDefaults) {
@@ -184,7 +185,15 @@ TEST(Config, ShippedConfigNamesEveryKey) {
                           "console",
                           "flush_interval_ms",
                           "queue_capacity",
-                          "queue_full_policy"}) {
+                          "queue_full_policy",
+                          "root",
+                          "index",
+                          "max_request_line_bytes",
+                          "max_header_bytes",
+                          "max_body_bytes",
+                          "header_timeout_ms",
+                          "keepalive_timeout_ms",
+                          "send_timeout_ms"}) {
     std::string line = "\n";  // append(): `"lit" + std::string` trips GCC 12's -Wrestrict
     EXPECT_NE(text.find(line.append(key).append(" = ")), std::string::npos) << key;
   }
@@ -231,6 +240,15 @@ console = false
 flush_interval_ms = 1
 queue_capacity = 16
 queue_full_policy = drop
+[http]
+root = /srv/www
+index = default.htm
+max_request_line_bytes = 256
+max_header_bytes = 16777216
+max_body_bytes = 0
+header_timeout_ms = 0
+keepalive_timeout_ms = 86400000
+send_timeout_ms = 1
 )ini",
                                 "all.conf");
   const ServerConfig& s = config.server;
@@ -272,8 +290,17 @@ queue_full_policy = drop
   EXPECT_EQ(l.flush_interval_ms, 1u);
   EXPECT_EQ(l.queue_capacity, 16u);
   EXPECT_EQ(l.queue_full_policy, QueueFullPolicy::kDrop);
+  const HttpConfig& h = config.http;
+  EXPECT_EQ(h.root, "/srv/www");
+  EXPECT_EQ(h.index, "default.htm");
+  EXPECT_EQ(h.max_request_line_bytes, 256u);
+  EXPECT_EQ(h.max_header_bytes, 16777216u);
+  EXPECT_EQ(h.max_body_bytes, 0u);
+  EXPECT_EQ(h.header_timeout_ms, 0u);
+  EXPECT_EQ(h.keepalive_timeout_ms, 86400000u);
+  EXPECT_EQ(h.send_timeout_ms, 1u);
   // Every key differs from its default here, so every key is listed as a change.
-  EXPECT_EQ(Config::changes(Config{}, config).size(), 36u);
+  EXPECT_EQ(Config::changes(Config{}, config).size(), 44u);
 }
 
 TEST(Config, ChangesListEachDifferingKeyWithBothValues) {
@@ -294,6 +321,18 @@ TEST(Config, ChangesListEachDifferingKeyWithBothValues) {
   EXPECT_EQ(changes[2].to, "WARN");
   EXPECT_EQ(changes[3].key, "log.queue_full_policy");
   EXPECT_EQ(changes[3].to, "drop");
+}
+
+TEST(Config, HttpDefaultsAreTheDocumentedOnes) {
+  const HttpConfig h;
+  EXPECT_EQ(h.root, "www");
+  EXPECT_EQ(h.index, "index.html");
+  EXPECT_EQ(h.max_request_line_bytes, 8192u);
+  EXPECT_EQ(h.max_header_bytes, 16384u);
+  EXPECT_EQ(h.max_body_bytes, 1048576u);
+  EXPECT_EQ(h.header_timeout_ms, 10000u);
+  EXPECT_EQ(h.keepalive_timeout_ms, 75000u);
+  EXPECT_EQ(h.send_timeout_ms, 60000u);
 }
 
 TEST(Config, InlineCommentsEndTheValue) {
@@ -396,8 +435,8 @@ TEST(Config, ErrorsNameFileLineKeyAndProblem) {
       {"[server]\nport 80   ; comment not shown\n", "ucp.conf:2: missing '=' in \"port 80\""},
       {"[server]\n = 80\n", "ucp.conf:2: missing key before '=' in \"= 80\""},
       {"port = 80\n",
-       "ucp.conf:1: port: key outside any section (put it under [server], [event_loop] or "
-       "[log])"},
+       "ucp.conf:1: port: key outside any section (put it under [server], [event_loop], [log] "
+       "or [http])"},
       {"[server]\n\n\n\nport = 1\n[log]\n\n\n\n\n[server]\nport = 2\n",
        "ucp.conf:12: server.port: duplicate key (first set on line 5)"},
       {"[server]\nport = 1\nport = 1\n",
@@ -477,6 +516,23 @@ TEST(Config, ErrorsNameFileLineKeyAndProblem) {
       {"[server]\nip =\n",
        "ucp.conf:2: server.ip: empty value (expected an IP address such as 0.0.0.0 or ::)"},
       {"[server]\nname = ; nothing\n", "ucp.conf:2: server.name: empty value"},
+      {"[http]\nroot =\n", "ucp.conf:2: http.root: empty value"},
+      {"[http]\nindex = a/b.html\n",
+       "ucp.conf:2: http.index: \"a/b.html\" is not a file name (no '/')"},
+      {"[http]\nmax_request_line_bytes = 255\n",
+       "ucp.conf:2: http.max_request_line_bytes: 255 is out of range [256, 1048576]"},
+      {"[http]\nmax_header_bytes = 1023\n",
+       "ucp.conf:2: http.max_header_bytes: 1023 is out of range [1024, 16777216]"},
+      {"[http]\nmax_body_bytes = 1073741825\n",
+       "ucp.conf:2: http.max_body_bytes: 1073741825 is out of range [0, 1073741824]"},
+      {"[http]\nheader_timeout_ms = 3600001\n",
+       "ucp.conf:2: http.header_timeout_ms: 3600001 is out of range [0, 3600000]"},
+      {"[http]\nkeepalive_timeout_ms = -5\n",
+       "ucp.conf:2: http.keepalive_timeout_ms: \"-5\" is negative (expected an integer in [0, "
+       "86400000])"},
+      {"[http]\nsend_timeout_ms = soon\n",
+       "ucp.conf:2: http.send_timeout_ms: \"soon\" is not an unsigned integer"},
+      {"[http]\nport = 80\n", "ucp.conf:2: http.port: unknown key"},
   };
   for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
 }

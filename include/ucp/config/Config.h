@@ -63,6 +63,21 @@ struct EventLoopConfig {
   bool operator==(const EventLoopConfig&) const = default;
 };
 
+/// [http]: bin/http_server (and proactor_test's http protocol): limits and timeouts of the
+/// HTTP/1.1 layer, and where static files come from.
+struct HttpConfig {
+  std::string root = "www";                // non-empty; static files, relative to the cwd
+  std::string index = "index.html";        // non-empty file name (no '/'): a directory's page
+  uint32_t max_request_line_bytes = 8192;  // 256..1048576 method + target + version (else 414)
+  uint32_t max_header_bytes = 16384;       // 1024..16777216 header fields (else 431)
+  uint64_t max_body_bytes = 1048576;       // 0..1073741824 request body (else 413)
+  uint32_t header_timeout_ms = 10000;      // 0..3600000 first byte to end of head (408); 0 = none
+  uint32_t keepalive_timeout_ms = 75000;   // 0..86400000 idle keep-alive connection; 0 = none
+  uint32_t send_timeout_ms = 60000;        // 0..86400000 peer takes nothing this long; 0 = none
+
+  bool operator==(const HttpConfig&) const = default;
+};
+
 // [log] is ucp::LogOptions (log/Logger.h). Keys and ranges: level (TRACE..FATAL), file (empty =
 // no file), max_size 0..1099511627776 (0 = never roll), max_files 0..1000, daily, async,
 // console, flush_interval_ms 1..60000, queue_capacity 16..16777216, queue_full_policy
@@ -94,6 +109,7 @@ struct Config {
   ServerConfig server;
   EventLoopConfig event_loop;
   LogOptions log;
+  HttpConfig http;
 
   /// Reads `path` (a regular file of at most kMaxFileBytes), then applies `overrides`
   /// ("section.key=value", as given to --set), then checks the memory the result needs

@@ -32,8 +32,8 @@ struct PromiseBase : PoolAllocated {
     bool await_ready() const noexcept { return false; }
     template <class Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept {
-      auto continuation = self.promise().continuation;
-      return continuation ? continuation : std::noop_coroutine();
+      auto next = self.promise().continuation;
+      return next ? next : std::noop_coroutine();
     }
     void await_resume() const noexcept {}
   };

@@ -1,5 +1,6 @@
 #pragma once
-// How bin/proactor_test takes signals (nginx's conventions where they apply):
+// How UCP's server binaries (bin/proactor_test, bin/http_server) take signals (nginx's
+// conventions where they apply):
 //
 //   SIGINT, SIGTERM  graceful stop; the same signal again during it stops at once (exit 0)
 //   SIGUSR1          reopen the log file (logrotate moves it away, then sends SIGUSR1)
