@@ -127,5 +127,35 @@ TEST(WithTimeout, AWholeTaskIsStoppedThroughItsToken) {
   EXPECT_EQ(loop->in_flight(), 0u);
 }
 
+TEST(WithTimeout, NestsInsideWithStopAndEachKeepsItsReason) {
+  auto loop = make_loop();
+  SocketPair pair;
+  StopSource never;
+  StopSource stopped;
+  Result<size_t> timed = size_t{0};
+  Result<size_t> cancelled = size_t{0};
+  Result<void> unbounded;
+  loop->spawn([](EventLoop& l, int fd, StopToken t, Result<size_t>& out) -> Task<> {
+    std::array<std::byte, 16> buffer;
+    out = co_await with_stop(with_timeout(io::recv(l, fd, buffer), 20ms), t);
+  }(*loop, pair.b.get(), never.token(), timed));
+  loop->spawn([](EventLoop& l, StopToken t, Result<size_t>& out) -> Task<> {
+    std::array<std::byte, 16> buffer;
+    SocketPair own;
+    out = co_await with_stop(with_deadline(io::recv(l, own.b.get(), buffer), Clock::now() + 1h), t);
+  }(*loop, stopped.token(), cancelled));
+  run_task(*loop, [](EventLoop& l, StopSource& s, Result<void>& out) -> Task<> {
+    // No deadline at all (max) arms no timer: only the sleep's own one is armed.
+    out = co_await with_deadline(io::sleep_for(l, 30ms), Clock::time_point::max());
+    s.request_stop();
+    co_await io::sleep_for(l, 10ms);
+  }(*loop, stopped, unbounded));
+  EXPECT_EQ(timed.error(), std::errc::timed_out);
+  EXPECT_EQ(cancelled.error(), std::errc::operation_canceled);
+  EXPECT_TRUE(unbounded) << unbounded.error().message();
+  EXPECT_EQ(loop->in_flight(), 0u);
+  EXPECT_EQ(loop->armed_timers(), 0u);
+}
+
 }  // namespace
 }  // namespace ucp
