@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ucp/coro/WhenAny.h"
 #include "ucp/io/Operations.h"
 
 namespace ucp {
@@ -155,6 +156,41 @@ TEST(WithTimeout, NestsInsideWithStopAndEachKeepsItsReason) {
   EXPECT_TRUE(unbounded) << unbounded.error().message();
   EXPECT_EQ(loop->in_flight(), 0u);
   EXPECT_EQ(loop->armed_timers(), 0u);
+}
+
+/// Receives on `fd` until stopped; records how it ended.
+Task<Result<size_t>> receive_some(EventLoop& loop, int fd, StopToken stop, std::error_code& ended) {
+  std::array<std::byte, 16> buffer;
+  auto n = co_await with_stop(io::recv(loop, fd, buffer), stop);
+  ended = n ? std::error_code{} : n.error();
+  co_return n;
+}
+
+Task<Result<size_t>> sleep_then_answer(EventLoop& loop, StopToken stop) {
+  auto slept = co_await with_stop(io::sleep_for(loop, 10ms), stop);
+  if (!slept) co_return Unexpected{slept.error()};
+  co_return size_t{42};
+}
+
+TEST(WhenAny, OverRealOperationsTheLoserIsCancelledAndFinishedBeforeItReturns) {
+  auto loop = make_loop();
+  SocketPair quiet;  // nothing ever arrives: only the stop ends this receive
+  WhenAnyResult<Result<size_t>> first{0, size_t{0}};
+  std::error_code receive_ended;
+  std::error_code ended_when_any_returned;
+  run_task(*loop,
+           [](EventLoop& l, int fd, WhenAnyResult<Result<size_t>>& out, std::error_code& ended,
+              std::error_code& seen) -> Task<> {
+             StopSource stop;
+             out = co_await when_any(stop, receive_some(l, fd, stop.token(), ended),
+                                     sleep_then_answer(l, stop.token()));
+             seen = ended;  // the receive's completion has arrived and its task has finished
+           }(*loop, quiet.b.get(), first, receive_ended, ended_when_any_returned));
+  EXPECT_EQ(first.index, 1u);
+  ASSERT_TRUE(first.value);
+  EXPECT_EQ(*first.value, 42u);
+  EXPECT_EQ(ended_when_any_returned, std::errc::operation_canceled);
+  EXPECT_EQ(loop->in_flight(), 0u);
 }
 
 }  // namespace
