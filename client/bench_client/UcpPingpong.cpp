@@ -208,7 +208,8 @@ class UcpPingpong final : public PingpongThread {
   Task<> session(size_t index, ClientConnection conn) {
     Connection& c = connections_[index];
     // Ramp: one warm-up message, echoed and verified, before the clock starts.
-    if (co_await write_message(c, *conn, index, now_ns()) && co_await echo_warm_up(c, *conn)) {
+    if (co_await Written{*this, c, conn->write(issue(c, index, now_ns()))} &&
+        co_await echo_warm_up(c, *conn)) {
       ++ready_;
       co_await gate_->wait();
       if (measuring_) co_await measure(c, *conn, index);
@@ -230,21 +231,37 @@ class UcpPingpong final : public PingpongThread {
   Task<> measure(Connection& c, TcpConnection& conn, size_t index) {
     const int64_t start = now_ns();
     for (int d = 0; d < options_.depth; ++d) {
-      if (!co_await write_message(c, conn, index, start)) co_return;
+      if (!co_await Written{*this, c, conn.write(issue(c, index, start))}) co_return;
     }
     for (;;) {
       auto data = co_await ucp::with_stop(conn.receive(), stop_.token());
       if (!received_ok(c, data)) co_return;
       if (!verify(c, as_chars(data->bytes()))) co_return;
-      const uint64_t completed = complete_messages(c, index, data->size());
-      data->reset();  // the receive buffer goes back before the writes
       const int64_t now = now_ns();
+      const uint64_t completed = complete_messages(c, index, data->size(), now);
+      data->reset();  // the receive buffer goes back before the writes
       for (uint64_t m = 0; m < completed; ++m) {
-        if (!co_await write_message(c, conn, index, now)) co_return;
+        // write() copies into the connection's queue and completes at once (below
+        // max_output_bytes); all of this iteration's writes leave in one send.
+        if (!co_await Written{*this, c, conn.write(issue(c, index, now))}) co_return;
       }
     }
   }
 
+  /// Awaits one write, counting the connection as lost when it failed (no coroutine frame
+  /// per message: this is the hot path).
+  struct Written {
+    UcpPingpong& self;
+    Connection& c;
+    TcpConnection::WriteAwaiter write;
+    bool await_ready() noexcept { return write.await_ready(); }
+    void await_suspend(std::coroutine_handle<> caller) noexcept { write.await_suspend(caller); }
+    bool await_resume() {
+      auto result = write.await_resume();
+      if (!result) self.lose(c, result.error().message().c_str());
+      return static_cast<bool>(result);
+    }
+  };
   static std::span<const char> as_chars(std::span<const std::byte> bytes) noexcept {
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
   }
@@ -263,18 +280,13 @@ class UcpPingpong final : public PingpongThread {
     return true;
   }
 
-  // Issues message `c.issued` (stamps its start) and writes it.
-  Task<bool> write_message(Connection& c, TcpConnection& conn, size_t index, int64_t now) {
+  // Issues message `c.issued`: stamps its start; returns its bytes.
+  std::span<const char> issue(Connection& c, size_t index, int64_t now) {
     send_times_[slot(index, c.issued)] = now;
     const char* message = pattern_.message(c.key, c.issued);
     ++c.issued;
     c.sent += options_.size;
-    auto written = co_await conn.write(std::span<const char>(message, options_.size));
-    if (!written) {
-      lose(c, written.error().message().c_str());
-      co_return false;
-    }
-    co_return true;
+    return {message, options_.size};
   }
 
   size_t slot(size_t index, uint64_t seq) const noexcept {
@@ -313,13 +325,12 @@ class UcpPingpong final : public PingpongThread {
   }
 
   // Accounts the messages that `bytes` more echoed bytes completed; returns how many to issue.
-  uint64_t complete_messages(Connection& c, size_t index, size_t bytes) {
+  uint64_t complete_messages(Connection& c, size_t index, size_t bytes, int64_t now) {
     const uint64_t size = options_.size;
     const uint64_t before = c.received / size;
     c.received += bytes;
     const uint64_t after = c.received / size;
     if (after == before || !measuring_) return 0;
-    const int64_t now = now_ns();
     if (now < shared_.record_start_ns || now >= shared_.measure_end_ns) return after - before;
     for (uint64_t seq = before; seq < after; ++seq) {
       histogram_.record(now - send_times_[slot(index, seq)]);
