@@ -12,7 +12,7 @@
 # Environment: RUNS [3] pairs, DURATION [5] s per run, CONNS [32] connection slots, SIZE [64]
 # bytes echoed per connection, MODE [uring] bench_client's backend (uring: --uring; epoll: the
 # default mode), THREAD_NUM [1] server workers, SERVER_CPUS [0] and CLIENT_CPUS [1] (taskset
-# lists), UCP_BIN_DIR [bin]. Needs bin/proactor_test, bin/bench_client and bin/asio_connect
+# lists), NICE [-10 as root, else 0] (server and clients, as benchmark.sh), UCP_BIN_DIR [bin]. Needs bin/proactor_test, bin/bench_client and bin/asio_connect
 # (cmake -DUCP_BENCH=ON, then --target proactor_test bench_client asio_connect). Run it on an
 # otherwise idle machine: other load makes the numbers noise.
 set -euo pipefail
@@ -27,6 +27,7 @@ MODE=${MODE:-uring}
 THREAD_NUM=${THREAD_NUM:-1}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
+if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
 
 die() {
   echo "bench-connect: $*" >&2
@@ -43,6 +44,19 @@ esac
 command -v taskset >/dev/null || die "taskset not found (util-linux)"
 command -v python3 >/dev/null || die "python3 not found"
 
+# pinned CPUS CMD...: CMD on CPUS at nice NICE, in its own session so that the nice level holds
+# under autogroup scheduling (see benchmark.sh). Call it in a subshell: it execs.
+pinned() {
+  local cpus=$1
+  shift
+  if [ "$NICE" != 0 ]; then
+    exec setsid sh -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec "$@"' "$NICE" \
+      nice -n "$NICE" taskset -c "$cpus" "$@"
+  else
+    exec taskset -c "$cpus" "$@"
+  fi
+}
+
 WORK=$(mktemp -d)
 SERVER_PID=
 cleanup() {
@@ -51,7 +65,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-taskset -c "$SERVER_CPUS" "$BIN/proactor_test" config/ucp.conf --set server.port=0 \
+pinned "$SERVER_CPUS" "$BIN/proactor_test" config/ucp.conf --set server.port=0 \
   --set server.ip=127.0.0.1 --set server.thread_num="$THREAD_NUM" --set log.console=true \
   --set log.file= --set log.level=INFO >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
@@ -67,11 +81,11 @@ done
 run_one() {
   local client=$1 run=$2 json
   if [ "$client" = ucp ]; then
-    json=$(taskset -c "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" -c "$CONNS" \
+    json=$(pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" -c "$CONNS" \
       -s "$SIZE" -d "$DURATION" --churn --json "${MODE_FLAG[@]}" 2>"$WORK/$client-$run.err") ||
       echo "bench-connect: ucp run $run: bench_client reported errors" >&2
   else
-    json=$(taskset -c "$CLIENT_CPUS" "$BIN/asio_connect" -h 127.0.0.1 -p "$PORT" -c "$CONNS" \
+    json=$(pinned "$CLIENT_CPUS" "$BIN/asio_connect" -h 127.0.0.1 -p "$PORT" -c "$CONNS" \
       -s "$SIZE" -d "$DURATION" --json 2>"$WORK/$client-$run.err") ||
       echo "bench-connect: asio run $run: asio_connect reported errors" >&2
   fi
@@ -84,7 +98,7 @@ print("%.0f conn/s, %.0f per client-CPU-s, errors %d" % (r["conns_per_s"], n / r
 }
 
 echo "bench-connect: $RUNS pairs x ${DURATION} s, $CONNS slots, $SIZE B, bench_client on $MODE," \
-  "server cpus $SERVER_CPUS, client cpus $CLIENT_CPUS, kernel $(uname -r)" >&2
+  "server cpus $SERVER_CPUS, client cpus $CLIENT_CPUS, nice $NICE, kernel $(uname -r)" >&2
 for run in $(seq "$RUNS"); do
   run_one ucp "$run"
   run_one asio "$run"
