@@ -16,6 +16,13 @@
 // only after its completion has arrived — the kernel is done with its buffer — with timed_out.
 // An operation that completed anyway (data won the race) keeps its result.
 //
+// The wrappers are cancellable awaiters themselves, so they nest: a connect bounded by an overall
+// deadline and a caller's stop token is
+//
+//   co_await ucp::with_stop(ucp::with_deadline(io::connect(loop, fd, addr, len), due), token);
+//
+// A deadline of Clock::time_point::max() arms no timer, and a default StopToken registers nothing.
+//
 // Thread contract: the loop's thread only.
 
 #include <chrono>
@@ -80,7 +87,7 @@ class TimeoutAwaiter {
   bool await_suspend(std::coroutine_handle<> caller) {
     if (!detail::suspend_inner(inner_, caller)) return false;
     // Nothing resumes the caller before the loop's next completions: arming now is in time.
-    inner_.loop().add_timer(timer_, due_);
+    if (due_ != Clock::time_point::max()) inner_.loop().add_timer(timer_, due_);
     return true;
   }
   auto await_resume() {
@@ -88,6 +95,9 @@ class TimeoutAwaiter {
     if (!fired_) return inner_.await_resume();
     return detail::reason_for_cancel(inner_.await_resume(), std::errc::timed_out);
   }
+  // Cancellable in turn, so that a deadline can be wrapped again (with_stop, another deadline).
+  EventLoop& loop() noexcept { return inner_.loop(); }
+  void cancel() noexcept { inner_.cancel(); }
 
  private:
   struct Timer : io::TimerNode {
@@ -124,6 +134,8 @@ class StopAwaiter {
     callback_.detach();
     return inner_.await_resume();
   }
+  EventLoop& loop() noexcept { return inner_.loop(); }
+  void cancel() noexcept { inner_.cancel(); }
 
  private:
   struct Callback : StopCallbackBase {

@@ -95,6 +95,8 @@ class TcpConnection {
   const InetAddress& peer() const noexcept { return peer_; }
   uint32_t read_timeout_ms() const noexcept { return reader_.read_timeout_ms(); }
   bool closed() const noexcept { return state_ != State::kOpen; }
+  /// close() has finished: the fd is closed and nothing is in flight (it may be destroyed).
+  bool close_finished() const noexcept { return state_ == State::kClosed; }
   /// True when reads come from a multishot receive into the loop's receive buffers.
   bool multishot() const noexcept { return reader_.multishot(); }
   uint64_t bytes_read() const noexcept { return reader_.bytes_read(); }
