@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace ucp::io {
@@ -151,6 +152,97 @@ WriteOp::WriteOp(EventLoop& loop, int fd, std::span<const std::byte> data, uint6
   op_.data = const_cast<std::byte*>(data.data());
   op_.size = static_cast<uint32_t>(std::min<size_t>(data.size(), UINT32_MAX));
   op_.offset = offset;
+}
+
+RecvMsgOp::RecvMsgOp(EventLoop& loop, int fd, msghdr& message) noexcept : OperationAwaiter(loop) {
+  op_.code = OpCode::kRecvMsg;
+  op_.fd = fd;
+  op_.data = &message;
+}
+
+SendMsgOp::SendMsgOp(EventLoop& loop, int fd, const msghdr& message) noexcept
+    : OperationAwaiter(loop) {
+  op_.code = OpCode::kSendMsg;
+  op_.fd = fd;
+  op_.data = const_cast<msghdr*>(&message);
+}
+
+OpenAtOp::OpenAtOp(EventLoop& loop, int directory, const char* path, int flags,
+                   mode_t mode) noexcept
+    : OperationAwaiter(loop) {
+  op_.code = OpCode::kOpenAt;
+  op_.fd = directory;
+  op_.data = const_cast<char*>(path);
+  op_.size = static_cast<uint32_t>(flags | O_CLOEXEC);
+  op_.offset = mode;
+}
+
+Result<UniqueFd> OpenAtOp::await_resume() const noexcept {
+  if (op_.result < 0) return Unexpected{error_from_errno(-op_.result)};
+  return UniqueFd(op_.result);
+}
+
+FsyncOp::FsyncOp(EventLoop& loop, int fd, bool data_only) noexcept : OperationAwaiter(loop) {
+  op_.code = OpCode::kFsync;
+  op_.fd = fd;
+  op_.size = data_only ? kFsyncDataOnly : 0;
+}
+
+SendFileOp::SendFileOp(EventLoop& loop, int socket_fd, int file_fd, uint64_t offset,
+                       uint64_t length) noexcept
+    : loop_(loop), offset_(offset), length_(length) {
+  op_.owner = this;
+  op_.code = OpCode::kSendFile;
+  op_.fd = socket_fd;
+  op_.source_fd = file_fd;
+  op_.on_complete = &on_sent;
+}
+
+bool SendFileOp::await_suspend(std::coroutine_handle<> caller) noexcept {
+  op_.waiter = caller;
+  if (submit_next()) return true;
+  error_ = op_.result;
+  return false;
+}
+
+bool SendFileOp::submit_next() noexcept {
+  // A result must fit an int32_t: at most 1 GiB per operation.
+  constexpr uint64_t kMaxPerOperation = uint64_t{1} << 30;
+  op_.offset = offset_ + sent_;
+  op_.size = static_cast<uint32_t>(std::min(length_ - sent_, kMaxPerOperation));
+  in_flight_ = loop_.submit(op_);
+  return in_flight_;
+}
+
+std::coroutine_handle<> SendFileOp::on_sent(IoContext& context, int32_t res, uint32_t) noexcept {
+  auto* self = static_cast<Send&>(context).owner;
+  self->in_flight_ = false;
+  if (res > 0) {
+    self->sent_ += static_cast<uint64_t>(res);
+    if (self->sent_ < self->length_) {
+      // Short: the rest goes out from here, without waking the coroutine.
+      if (self->cancelled_) {
+        self->error_ = -ECANCELED;
+      } else if (self->submit_next()) {
+        return {};
+      } else {
+        self->error_ = self->op_.result;  // refused
+      }
+    }
+  } else if (res < 0) {
+    self->error_ = res;
+  }
+  return context.waiter;  // res == 0: the file ended
+}
+
+void SendFileOp::cancel() noexcept {
+  cancelled_ = true;  // no further piece after the one in flight
+  if (in_flight_) loop_.cancel(op_);
+}
+
+Result<uint64_t> SendFileOp::await_resume() const noexcept {
+  if (error_ != 0) return Unexpected{error_from_errno(-error_)};
+  return sent_;
 }
 
 AcceptOp::AcceptOp(EventLoop& loop, int listen_fd) noexcept : OperationAwaiter(loop) {

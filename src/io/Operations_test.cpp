@@ -14,13 +14,18 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "ucp/io/Datagram.h"
 #include "ucp/io/MultishotAccept.h"
 #include "ucp/io/MultishotRecv.h"
+#include "ucp/io/MultishotRecvMsg.h"
 #include "ucp/io/RingMessage.h"
+#include "ucp/io/WithTimeout.h"
 
 #include "Backends.h"
 #include "io/ReceiveBuffers.h"
@@ -458,6 +463,411 @@ TEST_P(Operations, RingMessagesExistOnlyWhereTheBackendHasThem) {
   }(*sender, *receiver, result));
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error(), std::errc::operation_not_supported);
+}
+
+// ---- datagrams ----
+
+struct DatagramWait {
+  io::MultishotRecvMsg& stream;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> caller) noexcept { return stream.wait(caller); }
+  void await_resume() const noexcept {}
+};
+
+std::string pattern(size_t size, size_t seed) {
+  std::string out(size, '\0');
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<char>('A' + (i * 7 + seed) % 53);
+  return out;
+}
+
+// The raw descriptor: every completion of one kRecvMsgMultishot, as the backend reports it.
+struct Completion {
+  int32_t res;
+  uint32_t flags;
+  std::string payload;
+  uint16_t source_port = 0;
+  bool truncated = false;
+};
+
+struct MultishotDatagrams : io::Operation {
+  EventLoop* loop = nullptr;
+  msghdr shape{};
+  std::vector<Completion> seen;
+  bool ended = false;
+  static std::coroutine_handle<> on(IoContext& context, int32_t res, uint32_t flags) noexcept {
+    auto& self = static_cast<MultishotDatagrams&>(context);
+    Completion c{res, flags, {}, 0, false};
+    if (flags & io::kCompletionBuffer) {
+      const uint16_t id = io::buffer_id_of(flags);
+      std::byte* buffer = self.loop->receive_buffers()->buffer(id);
+      if (auto view =
+              io::parse_datagram(buffer, static_cast<uint32_t>(res), self.shape.msg_namelen)) {
+        c.payload = text_of(view->payload);
+        c.truncated = view->truncated;
+        if (view->source != nullptr) {
+          c.source_port = ntohs(reinterpret_cast<const sockaddr_in*>(view->source)->sin_port);
+        }
+      }
+      self.loop->receive_buffers()->note_taken();
+      self.loop->receive_buffers()->recycle(id);
+    }
+    self.seen.push_back(std::move(c));
+    if (!(flags & io::kCompletionMore)) self.ended = true;
+    return {};
+  }
+};
+
+// The same datagrams give the same completions on both backends: one loop receive buffer each,
+// laid out as io/Datagram.h draws, with kCompletionMore (a 0-byte datagram too, although the
+// kernel ends io_uring's multishot recvmsg there: the backend starts it again); one longer than
+// the buffer's room arrives cut, with MSG_TRUNC. A cancel ends it, with no buffer.
+TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
+  LoopOptions options;
+  options.provided_buffers_count = 16;
+  options.provided_buffer_size = 1024;
+  auto loop = make_loop(options);
+  ASSERT_TRUE(loop);
+  ASSERT_TRUE(loop->capabilities().multishot_receive);
+  uint16_t receiver_port = 0, sender_port = 0;
+  UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
+  UniqueFd sender = bound_socket(SOCK_DGRAM, sender_port);
+  loop->attach(receiver.get());
+  sockaddr_in target = loopback(receiver_port);
+  ASSERT_EQ(::connect(sender.get(), reinterpret_cast<sockaddr*>(&target), sizeof target), 0);
+  const std::string big = pattern(2000, 3);  // 1024 - 48 bytes of room: cut
+  for (const std::string& d : {pattern(1, 0), std::string(), pattern(500, 1), big}) {
+    ASSERT_EQ(::send(sender.get(), d.data(), d.size(), 0), static_cast<ssize_t>(d.size()));
+  }
+  MultishotDatagrams op;
+  op.loop = loop.get();
+  op.code = io::OpCode::kRecvMsgMultishot;
+  op.fd = receiver.get();
+  op.shape.msg_namelen = io::kDatagramNameBytes;
+  op.data = &op.shape;
+  op.on_complete = &MultishotDatagrams::on;
+  run_task(*loop, [](EventLoop& l, MultishotDatagrams& o) -> Task<> {
+    EXPECT_TRUE(l.submit(o));
+    for (int i = 0; i < 2000 && o.seen.size() < 4; ++i) co_await io::sleep_for(l, 1ms);
+    l.cancel(o);
+    for (int i = 0; i < 2000 && !o.ended; ++i) co_await io::sleep_for(l, 1ms);
+  }(*loop, op));
+  ASSERT_EQ(op.seen.size(), 5u);
+  const uint32_t room = 1024 - io::kDatagramHeadroom;
+  const std::vector<std::string> expected = {pattern(1, 0), std::string(), pattern(500, 1),
+                                             big.substr(0, room)};
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE("datagram " + std::to_string(i));
+    const Completion& c = op.seen[i];
+    EXPECT_EQ(c.flags & (io::kCompletionBuffer | io::kCompletionMore),
+              io::kCompletionBuffer | io::kCompletionMore);
+    EXPECT_EQ(c.res, static_cast<int32_t>(io::kDatagramHeadroom + expected[i].size()));
+    EXPECT_EQ(c.payload, expected[i]);
+    EXPECT_EQ(c.source_port, sender_port);
+    EXPECT_EQ(c.truncated, i == 3);
+  }
+  EXPECT_EQ(op.seen[4].res, -ECANCELED);
+  EXPECT_EQ(op.seen[4].flags, 0u);
+  EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+  EXPECT_EQ(loop->in_flight(), 0u);
+  loop->detach(receiver.get());
+}
+
+// Through the stream: every datagram (0 bytes included) with its source, in order, across the
+// receive's restarts, its pauses (more datagrams than kMaxQueued) and a pool too small for the
+// burst (the pool fallback).
+TEST_P(Operations, MultishotRecvMsgDeliversEveryDatagramWithItsSource) {
+  for (uint32_t buffers : {512u, 4u}) {
+    SCOPED_TRACE(std::to_string(buffers) + " receive buffers");
+    LoopOptions options;
+    options.provided_buffers_count = buffers;
+    options.provided_buffer_size = 2048;
+    auto loop = make_loop(options);
+    ASSERT_TRUE(loop);
+    ASSERT_TRUE(io::MultishotRecvMsg::fits(*loop, 2000));
+    EXPECT_FALSE(io::MultishotRecvMsg::fits(*loop, 2001));
+    uint16_t receiver_port = 0, first_port = 0, second_port = 0;
+    UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
+    int size = 1 << 20;
+    ::setsockopt(receiver.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    UniqueFd first = bound_socket(SOCK_DGRAM, first_port);
+    UniqueFd second = bound_socket(SOCK_DGRAM, second_port);
+    loop->attach(receiver.get());
+    sockaddr_in target = loopback(receiver_port);
+    constexpr size_t kCount = 300;  // past kMaxQueued: the stream pauses at least once
+    for (size_t i = 0; i < kCount; ++i) {
+      const int from = i % 2 == 0 ? first.get() : second.get();
+      const std::string d = pattern(i % 5 == 0 ? 0 : (i * 37) % 2000, i);
+      ASSERT_EQ(::sendto(from, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&target),
+                         sizeof target),
+                static_cast<ssize_t>(d.size()));
+    }
+    std::vector<std::pair<std::string, uint16_t>> got;
+    {
+      io::MultishotRecvMsg stream(*loop, receiver.get());
+      run_task(*loop,
+               [](EventLoop& l, io::MultishotRecvMsg& s,
+                  std::vector<std::pair<std::string, uint16_t>>& out) -> Task<> {
+                 co_await DatagramWait{s};
+                 // Still receiving while the reader is away: the queue fills up to its bound.
+                 co_await io::sleep_for(l, 20ms);
+                 for (int rounds = 0; rounds < 100000 && out.size() < kCount; ++rounds) {
+                   if (!s.has_data() && s.error() == 0) co_await DatagramWait{s};
+                   if (s.error() != 0) {
+                     ADD_FAILURE() << "error " << s.take_error();
+                     break;
+                   }
+                   while (s.has_data()) {
+                     io::ReceivedDatagram d = s.pop();
+                     EXPECT_FALSE(d.truncated);
+                     const auto& source = reinterpret_cast<const sockaddr_in&>(d.source);
+                     out.emplace_back(text_of(d.data.bytes()), ntohs(source.sin_port));
+                   }
+                 }
+                 s.stop();
+                 for (int i = 0; i < 1000 && s.busy(); ++i) co_await io::sleep_for(l, 1ms);
+               }(*loop, stream, got));
+      EXPECT_FALSE(stream.busy());
+      if (buffers > 4) {
+        EXPECT_GE(stream.pauses(), 1u);
+      }
+    }
+    ASSERT_EQ(got.size(), kCount);
+    for (size_t i = 0; i < kCount; ++i) {
+      EXPECT_EQ(got[i].first, pattern(i % 5 == 0 ? 0 : (i * 37) % 2000, i)) << "datagram " << i;
+      EXPECT_EQ(got[i].second, i % 2 == 0 ? first_port : second_port) << "datagram " << i;
+    }
+    EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+    EXPECT_EQ(loop->in_flight(), 0u);
+    loop->detach(receiver.get());
+  }
+}
+
+// Many sendmsg operations on one datagram socket in one iteration (epoll: one sendmmsg; io_uring:
+// one submission): each is its own datagram, each result its own length, in order.
+TEST_P(Operations, SendmsgBatchOnOneDatagramSocketKeepsEveryDatagram) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  uint16_t receiver_port = 0, sender_port = 0;
+  UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
+  UniqueFd sender = bound_socket(SOCK_DGRAM, sender_port);
+  loop->attach(sender.get());
+  constexpr size_t kCount = 100;  // more than one sendmmsg's worth on epoll
+  std::vector<std::string> payloads;
+  for (size_t i = 0; i < kCount; ++i) payloads.push_back(pattern(i * 11, i));
+  struct Slot {
+    std::unique_ptr<RawOp> op;
+    msghdr message{};
+    iovec vector{};
+  };
+  std::vector<Slot> slots(kCount);
+  sockaddr_in target = loopback(receiver_port);
+  std::vector<int32_t> results;
+  run_task(
+      *loop,
+      [](EventLoop& l, int fd, std::vector<Slot>& ops, std::vector<std::string>& data,
+         sockaddr_in& to, std::vector<int32_t>& out) -> Task<> {
+        size_t done = 0;
+        for (size_t i = 0; i < ops.size(); ++i) {
+          Slot& slot = ops[i];
+          slot.op = std::make_unique<RawOp>(l);
+          slot.vector = {data[i].data(), data[i].size()};
+          slot.message.msg_name = &to;
+          slot.message.msg_namelen = sizeof to;
+          slot.message.msg_iov = &slot.vector;
+          slot.message.msg_iovlen = 1;
+          slot.op->op().code = io::OpCode::kSendMsg;
+          slot.op->op().fd = fd;
+          slot.op->op().data = &slot.message;
+          l.spawn([](RawOp& op, int32_t& result, size_t& count) -> Task<> {
+            result = co_await op;
+            ++count;
+          }(*slot.op, out[i], done));
+        }
+        for (int i = 0; i < 2000 && done < ops.size(); ++i) co_await io::sleep_for(l, 1ms);
+      }(*loop, sender.get(), slots, payloads, target, results = std::vector<int32_t>(kCount, -1)));
+  for (size_t i = 0; i < kCount; ++i) {
+    EXPECT_EQ(results[i], static_cast<int32_t>(payloads[i].size())) << "datagram " << i;
+  }
+  std::vector<char> buffer(4096);
+  for (size_t i = 0; i < kCount; ++i) {
+    const ssize_t n = ::recv(receiver.get(), buffer.data(), buffer.size(), MSG_DONTWAIT);
+    ASSERT_EQ(n, static_cast<ssize_t>(payloads[i].size())) << "datagram " << i;
+    EXPECT_EQ(std::string(buffer.data(), static_cast<size_t>(n)), payloads[i]);
+  }
+  EXPECT_EQ(loop->in_flight(), 0u);
+  loop->detach(sender.get());
+}
+
+// ---- files ----
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char name[] = "/tmp/ucp-ops-XXXXXX";
+    path = ::mkdtemp(name) != nullptr ? name : "";
+  }
+  ~TempDir() {
+    if (!path.empty()) std::system(("rm -rf " + path).c_str());
+  }
+};
+
+TEST_P(Operations, OpenatFsyncAndCloseThroughTheLoop) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string path = dir.path + "/data";
+  Result<UniqueFd> missing = UniqueFd();
+  std::string contents;
+  run_task(
+      *loop,
+      [](EventLoop& l, const std::string& p, Result<UniqueFd>& absent, std::string& out) -> Task<> {
+        absent = co_await io::openat(l, AT_FDCWD, (p + ".missing").c_str(), O_RDONLY);
+        auto file = co_await io::openat(l, AT_FDCWD, p.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600);
+        EXPECT_TRUE(file);
+        if (!file) co_return;
+        EXPECT_TRUE(::fcntl(file->get(), F_GETFD) & FD_CLOEXEC);
+        EXPECT_TRUE(co_await io::write(l, file->get(), bytes_of("synced bytes"), 0));
+        EXPECT_TRUE(co_await io::fsync(l, file->get()));
+        EXPECT_TRUE(co_await io::fdatasync(l, file->get()));
+        EXPECT_TRUE(co_await io::close(l, file->release()));
+        auto again = co_await io::openat(l, AT_FDCWD, p.c_str(), O_RDONLY);
+        EXPECT_TRUE(again);
+        if (!again) co_return;
+        std::array<std::byte, 64> buffer;
+        auto n = co_await io::read(l, again->get(), buffer, 0);
+        if (n) out = text_of(std::span(buffer.data(), *n));
+      }(*loop, path, missing, contents));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error(), std::errc::no_such_file_or_directory);
+  EXPECT_EQ(contents, "synced bytes");
+  struct stat status {};
+  ASSERT_EQ(::stat(path.c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 0777, 0600u);
+  EXPECT_EQ(loop->in_flight(), 0u);
+}
+
+// A connected loopback TCP pair; `small` shrinks both socket buffers so that a large send has
+// to wait for the reader (the send file path's EAGAIN and poll).
+struct TcpPair {
+  UniqueFd client, server;
+  explicit TcpPair(bool small = false) {
+    uint16_t port = 0;
+    UniqueFd listener = bound_socket(SOCK_STREAM, port);
+    client = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (small) {
+      int bytes = 16 * 1024;
+      ::setsockopt(client.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+    }
+    sockaddr_in address = loopback(port);
+    EXPECT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    server = UniqueFd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (small) {
+      int bytes = 16 * 1024;
+      ::setsockopt(server.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    }
+  }
+};
+
+UniqueFd file_with(const std::string& contents) {
+  char path[] = "/tmp/ucp-sendfile-XXXXXX";
+  UniqueFd file(::mkstemp(path));
+  ::unlink(path);
+  EXPECT_EQ(::pwrite(file.get(), contents.data(), contents.size(), 0),
+            static_cast<ssize_t>(contents.size()));
+  return file;
+}
+
+// Reads `want` bytes (or until EOF) from `fd` in the loop, 1 ms at a time: a slow reader.
+Task<> read_slowly(EventLoop& loop, int fd, size_t want, std::string& out, bool& done) {
+  std::array<std::byte, 8192> buffer;
+  while (out.size() < want) {
+    auto n = co_await io::recv(loop, fd, buffer, 5000);
+    if (!n || *n == 0) break;
+    out += text_of(std::span(buffer.data(), *n));
+    co_await io::sleep_for(loop, 1ms);
+  }
+  done = true;
+}
+
+TEST_P(Operations, SendFileMovesAFileRegionToASocketUnchanged) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  const std::string contents = pattern(3 * 1024 * 1024 + 123, 5);  // several pipes' worth
+  UniqueFd file = file_with(contents);
+  TcpPair pair(true);  // small buffers and a slow reader: the sender waits for room
+  loop->attach(pair.server.get());
+  struct Outcome {
+    Result<uint64_t> whole = Unexpected{std::errc::io_error};
+    Result<uint64_t> middle = Unexpected{std::errc::io_error};
+    Result<uint64_t> past_end = Unexpected{std::errc::io_error};
+    Result<uint64_t> at_end = Unexpected{std::errc::io_error};
+    std::string received;
+  } o;
+  run_task(*loop,
+           [](EventLoop& l, int server, int client, int f, const std::string& data,
+              Outcome& out) -> Task<> {
+             const size_t want = data.size() + 70000 + 1000;
+             bool read_done = false;
+             l.spawn(read_slowly(l, client, want, out.received, read_done));
+             out.whole = co_await io::send_file(l, server, f, 0, data.size());
+             out.middle = co_await io::send_file(l, server, f, 4097, 70000);
+             out.past_end = co_await io::send_file(l, server, f, data.size() - 1000, 5000);
+             out.at_end = co_await io::send_file(l, server, f, data.size(), 10);
+             for (int i = 0; i < 20000 && !read_done; ++i) co_await io::sleep_for(l, 1ms);
+           }(*loop, pair.server.get(), pair.client.get(), file.get(), contents, o));
+  ASSERT_TRUE(o.whole) << o.whole.error().message();
+  EXPECT_EQ(*o.whole, contents.size());
+  ASSERT_TRUE(o.middle);
+  EXPECT_EQ(*o.middle, 70000u);
+  ASSERT_TRUE(o.past_end);
+  EXPECT_EQ(*o.past_end, 1000u);  // the file ended first
+  ASSERT_TRUE(o.at_end);
+  EXPECT_EQ(*o.at_end, 0u);
+  const std::string expected =
+      contents + contents.substr(4097, 70000) + contents.substr(contents.size() - 1000);
+  EXPECT_EQ(o.received.size(), expected.size());
+  EXPECT_TRUE(o.received == expected) << "bytes lost, reordered or changed";
+  EXPECT_EQ(::lseek(file.get(), 0, SEEK_CUR), 0);  // positional: the file position stays
+  EXPECT_EQ(loop->in_flight(), 0u);
+  loop->detach(pair.server.get());
+}
+
+TEST_P(Operations, SendFileToAPeerThatLeftFailsWithoutSigpipe) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  UniqueFd file = file_with(pattern(1 << 20, 1));
+  TcpPair pair;
+  int linger_bytes[2] = {1, 0};  // close with RST
+  ::setsockopt(pair.client.get(), SOL_SOCKET, SO_LINGER, linger_bytes, sizeof linger_bytes);
+  pair.client.reset();
+  loop->attach(pair.server.get());
+  Result<uint64_t> sent = uint64_t{0};
+  run_task(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
+    co_await io::sleep_for(l, 5ms);  // the reset has arrived
+    out = co_await io::send_file(l, server, f, 0, 1 << 20);
+  }(*loop, pair.server.get(), file.get(), sent));
+  ASSERT_FALSE(sent);
+  EXPECT_TRUE(sent.error() == std::errc::broken_pipe || sent.error() == std::errc::connection_reset)
+      << sent.error().message();
+  EXPECT_EQ(loop->in_flight(), 0u);
+  loop->detach(pair.server.get());
+}
+
+TEST_P(Operations, SendFileToAPeerThatNeverReadsEndsWithItsDeadline) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  UniqueFd file = file_with(pattern(8 << 20, 2));
+  TcpPair pair(true);
+  loop->attach(pair.server.get());
+  Result<uint64_t> sent = uint64_t{0};
+  run_task(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
+    out = co_await with_timeout(io::send_file(l, server, f, 0, 8 << 20), 50ms);
+  }(*loop, pair.server.get(), file.get(), sent));
+  ASSERT_FALSE(sent);
+  EXPECT_EQ(sent.error(), std::errc::timed_out);
+  EXPECT_EQ(loop->in_flight(), 0u);
+  loop->detach(pair.server.get());
 }
 
 }  // namespace

@@ -31,20 +31,33 @@ class EventLoop;
 namespace ucp::io {
 
 enum class OpCode : uint8_t {
-  kRecv,             // fd, data/size: one receive; buffer_index >= 0: a registered buffer
-  kRecvMultishot,    // fd: a completion per chunk, each in a loop receive buffer (kCompletionMore)
-  kSend,             // fd, data/size (never raises SIGPIPE)
-  kSendMsg,          // fd, data = msghdr*: a gathering send (never raises SIGPIPE)
-  kRecvMsg,          // fd, data = msghdr*: one datagram with its source address
-  kRead,             // fd, data/size at `offset` (kCurrentPosition: the file position)
-  kWrite,            // fd, data/size at `offset`
-  kAccept,           // fd, data = sockaddr* (filled), aux = socklen_t*; result: the new fd
-  kAcceptMultishot,  // fd: a completion per accepted connection (kCompletionMore)
-  kConnect,          // fd, data = const sockaddr*, size = its length
-  kClose,            // fd: closes it (the loop forgets the fd first)
-  kCancelFd,         // fd: ends every operation in flight on fd; result: how many
-  kRingMessage,      // another loop's ring: value in `size` (io/RingMessage.h; io_uring only)
+  kRecv,              // fd, data/size: one receive; buffer_index >= 0: a registered buffer
+  kRecvMultishot,     // fd: a completion per chunk, each in a loop receive buffer (kCompletionMore)
+  kSend,              // fd, data/size (never raises SIGPIPE)
+  kSendMsg,           // fd, data = msghdr*: a gathering send (never raises SIGPIPE); epoll sends
+                      // consecutive ones on one datagram socket with one sendmmsg
+  kRecvMsg,           // fd, data = msghdr*: one datagram with its source address
+  kRecvMsgMultishot,  // fd, data = msghdr* (only msg_namelen and msg_controllen are read): a
+                      // completion per datagram (0 bytes too), each in a loop receive buffer
+                      // laid out as io/Datagram.h draws (kCompletionMore); ends only with an
+                      // error, a cancel or ENOBUFS (a dry pool)
+  kRead,              // fd, data/size at `offset` (kCurrentPosition: the file position)
+  kWrite,             // fd, data/size at `offset`
+  kAccept,            // fd, data = sockaddr* (filled), aux = socklen_t*; result: the new fd
+  kAcceptMultishot,   // fd: a completion per accepted connection (kCompletionMore)
+  kConnect,           // fd, data = const sockaddr*, size = its length
+  kClose,             // fd: closes it (the loop forgets the fd first)
+  kCancelFd,          // fd: ends every operation in flight on fd; result: how many
+  kRingMessage,       // another loop's ring: value in `size` (io/RingMessage.h; io_uring only)
+  kOpenAt,            // fd = directory (AT_FDCWD), data = const char* path, size = open(2) flags,
+                      // offset = mode; result: the new fd
+  kFsync,             // fd; size = kFsyncDataOnly: fdatasync(2), else fsync(2)
+  kSendFile,          // fd = socket, source_fd = file: up to `size` bytes of the file from
+                      // `offset`; result: bytes sent (may be fewer), 0 at the end of the file
 };
+
+/// kFsync's `size`: only the data (and the metadata needed to read it back), as fdatasync(2).
+inline constexpr uint32_t kFsyncDataOnly = 1;
 
 inline constexpr uint64_t kCurrentPosition = ~uint64_t{0};
 
@@ -94,6 +107,7 @@ struct Operation : IoContext {
   Operation* next = nullptr;
   Operation* prev = nullptr;
   uint32_t backend_state = 0;
+  int32_t source_fd = -1;  // kSendFile: the file
 };
 
 /// Base of the awaitable operations: the descriptor, submitted on suspension; resumed by its

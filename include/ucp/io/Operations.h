@@ -22,6 +22,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "ucp/base/Result.h"
@@ -143,6 +144,75 @@ class WriteOp : public OperationAwaiter {
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
 };
 
+/// One datagram received into `message` (its buffers, and msg_name for the source); the value is
+/// the payload bytes (msg_flags says MSG_TRUNC when the datagram was longer). All of `message`
+/// must live until the coroutine resumes.
+class RecvMsgOp : public OperationAwaiter {
+ public:
+  RecvMsgOp(EventLoop& loop, int fd, msghdr& message) noexcept;
+  Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
+};
+
+/// One sendmsg(2) that never raises SIGPIPE: on a datagram socket, one datagram (to msg_name, if
+/// set). `message` and what it points to must live until the coroutine resumes.
+class SendMsgOp : public OperationAwaiter {
+ public:
+  SendMsgOp(EventLoop& loop, int fd, const msghdr& message) noexcept;
+  Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
+};
+
+/// Opens `path` (relative to `directory`; AT_FDCWD: the working directory) with open(2)'s
+/// `flags` (O_CLOEXEC is always added) and `mode`. io_uring: IORING_OP_OPENAT; epoll: openat(2)
+/// on a file worker thread, since opening may wait for the disk. `path` must live until the
+/// coroutine resumes.
+class OpenAtOp : public OperationAwaiter {
+ public:
+  OpenAtOp(EventLoop& loop, int directory, const char* path, int flags, mode_t mode) noexcept;
+  Result<UniqueFd> await_resume() const noexcept;
+};
+
+/// fsync(2), or fdatasync(2) with `data_only`.
+class FsyncOp : public OperationAwaiter {
+ public:
+  FsyncOp(EventLoop& loop, int fd, bool data_only) noexcept;
+  Result<void> await_resume() const noexcept { return void_from_cqe(op_.result); }
+};
+
+/// Sends `length` bytes of the file `file_fd` from `offset` to the socket `socket_fd` without
+/// copying them through user memory (io_uring: splice through a pipe; epoll: sendfile(2)).
+/// Short transfers are continued inside the completion, so the coroutine resumes once: with the
+/// bytes sent, fewer than `length` only when the file ended first, or the first error (sent()
+/// then says how far it got). Neither fd's file position moves.
+class SendFileOp {
+ public:
+  SendFileOp(EventLoop& loop, int socket_fd, int file_fd, uint64_t offset,
+             uint64_t length) noexcept;
+  SendFileOp(const SendFileOp&) = delete;
+  SendFileOp& operator=(const SendFileOp&) = delete;
+  bool await_ready() const noexcept { return length_ == 0; }
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  Result<uint64_t> await_resume() const noexcept;
+  void cancel() noexcept;
+  EventLoop& loop() const noexcept { return loop_; }
+  uint64_t sent() const noexcept { return sent_; }
+
+ private:
+  struct Send : Operation {
+    SendFileOp* owner = nullptr;
+  };
+  static std::coroutine_handle<> on_sent(IoContext& context, int32_t res, uint32_t flags) noexcept;
+  bool submit_next() noexcept;
+
+  EventLoop& loop_;
+  uint64_t offset_;
+  uint64_t length_;
+  uint64_t sent_ = 0;
+  int32_t error_ = 0;
+  bool in_flight_ = false;
+  bool cancelled_ = false;
+  Send op_;
+};
+
 struct Accepted {
   UniqueFd fd;
   sockaddr_storage peer{};
@@ -234,6 +304,22 @@ inline ConnectOp connect(EventLoop& loop, int fd, const sockaddr* address,
   return ConnectOp(loop, fd, address, length);
 }
 inline CloseOp close(EventLoop& loop, int fd) noexcept { return CloseOp(loop, fd); }
+inline RecvMsgOp recvmsg(EventLoop& loop, int fd, msghdr& message) noexcept {
+  return RecvMsgOp(loop, fd, message);
+}
+inline SendMsgOp sendmsg(EventLoop& loop, int fd, const msghdr& message) noexcept {
+  return SendMsgOp(loop, fd, message);
+}
+inline OpenAtOp openat(EventLoop& loop, int directory, const char* path, int flags,
+                       mode_t mode = 0644) noexcept {
+  return OpenAtOp(loop, directory, path, flags, mode);
+}
+inline FsyncOp fsync(EventLoop& loop, int fd) noexcept { return FsyncOp(loop, fd, false); }
+inline FsyncOp fdatasync(EventLoop& loop, int fd) noexcept { return FsyncOp(loop, fd, true); }
+inline SendFileOp send_file(EventLoop& loop, int socket_fd, int file_fd, uint64_t offset,
+                            uint64_t length) noexcept {
+  return SendFileOp(loop, socket_fd, file_fd, offset, length);
+}
 inline CancelFdOp cancel_fd(EventLoop& loop, int fd) noexcept { return CancelFdOp(loop, fd); }
 /// Suspends for `duration` (the loop's timer heap: no kernel object per timer).
 template <class Rep, class Period>

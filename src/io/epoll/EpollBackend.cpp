@@ -3,14 +3,19 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 
 #include <fcntl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
+
+#include "../Sigpipe.h"
 
 namespace ucp::io {
 
@@ -32,6 +37,7 @@ constexpr uint32_t kReadEvents = EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
 constexpr uint32_t kWriteEvents = EPOLLOUT | EPOLLHUP | EPOLLERR;
 constexpr uint64_t kWorkersTag = ~uint64_t{0};  // the FileWorkers notifier's events
 constexpr int kAcceptBudget = 64;
+constexpr size_t kDatagramBatch = 32;  // datagrams per recvmmsg
 constexpr size_t kEventsPerWait = 256;
 
 uint32_t state_of_op(const Operation& op) noexcept { return op.backend_state & kStateMask; }
@@ -108,6 +114,7 @@ EpollBackend::Direction EpollBackend::direction_of(OpCode code) noexcept {
     case OpCode::kRecv:
     case OpCode::kRecvMultishot:
     case OpCode::kRecvMsg:
+    case OpCode::kRecvMsgMultishot:
     case OpCode::kRead:
     case OpCode::kAccept:
     case OpCode::kAcceptMultishot:
@@ -116,10 +123,13 @@ EpollBackend::Direction EpollBackend::direction_of(OpCode code) noexcept {
     case OpCode::kSendMsg:
     case OpCode::kWrite:
     case OpCode::kConnect:
+    case OpCode::kSendFile:
       return Direction::kWrite;
     case OpCode::kClose:
     case OpCode::kCancelFd:
     case OpCode::kRingMessage:
+    case OpCode::kOpenAt:
+    case OpCode::kFsync:
       break;
   }
   return Direction::kNone;
@@ -128,10 +138,12 @@ EpollBackend::Direction EpollBackend::direction_of(OpCode code) noexcept {
 // ---- submission ----
 
 bool EpollBackend::submit(Operation& op) noexcept {
-  if (op.code == OpCode::kRingMessage || (op.code == OpCode::kRecvMultishot && !buffers_)) {
+  if (op.code == OpCode::kRingMessage ||
+      ((op.code == OpCode::kRecvMultishot || op.code == OpCode::kRecvMsgMultishot) && !buffers_)) {
     op.result = -EOPNOTSUPP;
     return false;
   }
+  if (op.code == OpCode::kSendFile) ignore_default_sigpipe();  // sendfile(2) has no MSG_NOSIGNAL
   op.backend_state = kQueued;
   op.next = nullptr;
   op.prev = submitted_tail_;
@@ -156,17 +168,74 @@ void EpollBackend::start_submitted() noexcept {
     }
     revisiting_.clear();
   }
-  while (Operation* op = submitted_head_) {
-    submitted_head_ = op->next;
-    if (submitted_head_) {
-      submitted_head_->prev = nullptr;
-    } else {
-      submitted_tail_ = nullptr;
+  while (Operation* op = take_submitted()) {
+    // Datagrams queued back to back on one socket (UdpSocket::send_batch) go out in one
+    // sendmmsg.
+    if (op->code == OpCode::kSendMsg && submitted_head_ != nullptr &&
+        submitted_head_->code == OpCode::kSendMsg && submitted_head_->fd == op->fd) {
+      send_batch_.clear();
+      send_batch_.push_back(op);
+      while (send_batch_.size() < kSendBatch && submitted_head_ != nullptr &&
+             submitted_head_->code == OpCode::kSendMsg && submitted_head_->fd == op->fd) {
+        send_batch_.push_back(take_submitted());
+      }
+      start_send_batch();
+      continue;
     }
-    op->next = op->prev = nullptr;
-    ++stats_.operations_submitted;
     start(*op);
   }
+}
+
+Operation* EpollBackend::take_submitted() noexcept {
+  Operation* op = submitted_head_;
+  if (op == nullptr) return nullptr;
+  submitted_head_ = op->next;
+  if (submitted_head_) {
+    submitted_head_->prev = nullptr;
+  } else {
+    submitted_tail_ = nullptr;
+  }
+  op->next = op->prev = nullptr;
+  ++stats_.operations_submitted;
+  return op;
+}
+
+// Consecutive sendmsg operations on one fd: on a datagram socket that is ready, one sendmmsg
+// sends them all (each datagram stays one datagram). What it did not send, and every one of them
+// on a stream socket (where a short send in the middle would reorder bytes), starts on its own.
+void EpollBackend::start_send_batch() noexcept {
+  const int fd = send_batch_.front()->fd;
+  size_t sent = 0;
+  if (fd >= 0) {
+    FdState& s = state_of(fd);
+    if (s.writers.empty() && !is_stream(fd, s)) {
+      if (!s.attached) s.writable = true;
+      if (s.writable) sent = send_datagrams(fd, s);
+      if (sent == send_batch_.size()) settle(fd, s);
+    }
+  }
+  for (size_t i = sent; i < send_batch_.size(); ++i) start(*send_batch_[i]);
+}
+
+size_t EpollBackend::send_datagrams(int fd, FdState& s) noexcept {
+  mmsghdr messages[kSendBatch];
+  const size_t count = send_batch_.size();
+  for (size_t i = 0; i < count; ++i) {
+    messages[i].msg_hdr = *static_cast<const msghdr*>(send_batch_[i]->data);
+    messages[i].msg_len = 0;
+  }
+  int n;
+  do {
+    n = ::sendmmsg(fd, messages, static_cast<unsigned>(count), MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (would_block(errno)) clear_hint(s, Direction::kWrite);
+    return 0;  // each one learns its own fate: parked, or its own error
+  }
+  for (int i = 0; i < n; ++i) {
+    complete(*send_batch_[static_cast<size_t>(i)], static_cast<int32_t>(messages[i].msg_len));
+  }
+  return static_cast<size_t>(n);
 }
 
 void EpollBackend::start(Operation& op) noexcept {
@@ -176,6 +245,10 @@ void EpollBackend::start(Operation& op) noexcept {
       return;
     case OpCode::kCancelFd:
       cancel_fd(op);
+      return;
+    case OpCode::kOpenAt:
+    case OpCode::kFsync:
+      start_file_call(op);
       return;
     case OpCode::kRingMessage:  // refused in submit()
       complete(op, -EOPNOTSUPP);
@@ -233,7 +306,10 @@ void EpollBackend::start_io(Operation& op) noexcept {
 // Regular files are always "ready" to epoll, so readiness says nothing about the disk. A page
 // cache hit completes here at once (RWF_NOWAIT); what would wait goes to the worker threads.
 void EpollBackend::start_file(Operation& op) noexcept {
-  if (file_nowait_) {
+  // O_DIRECT: RWF_NOWAIT only refuses to wait for locks; the read itself would still block the
+  // loop until the device answers. Straight to the workers.
+  const int status_flags = file_nowait_ ? ::fcntl(op.fd, F_GETFL) : -1;
+  if (file_nowait_ && status_flags >= 0 && !(status_flags & O_DIRECT)) {
     iovec vector{op.data, op.size};
     const off_t offset = op.offset == kCurrentPosition ? -1 : static_cast<off_t>(op.offset);
     ssize_t n;
@@ -264,6 +340,23 @@ void EpollBackend::start_file(Operation& op) noexcept {
   }
   // No fd or no thread to spare: better a short wait for the disk than a failed read.
   complete(op, FileWorkers::run(op, op.fd));
+}
+
+// openat, fsync, fdatasync: no form of them returns instead of waiting for the disk.
+void EpollBackend::start_file_call(Operation& op) noexcept {
+  UniqueFd job_fd;
+  if (op.fd >= 0) {  // the directory, or the file to sync: the job keeps its own reference
+    job_fd = UniqueFd(::fcntl(op.fd, F_DUPFD_CLOEXEC, 0));
+    if (!job_fd) {
+      complete(op, -errno);
+      return;
+    }
+  }
+  if (start_file_workers()) {
+    set_state(op, kInWorkers);
+    if (workers_.push(op, std::move(job_fd))) return;
+  }
+  complete(op, FileWorkers::run(op, job_fd ? job_fd.get() : op.fd));
 }
 
 bool EpollBackend::start_file_workers() noexcept {
@@ -342,10 +435,12 @@ void EpollBackend::clear_hint(FdState& s, Direction d) noexcept {
 EpollBackend::Outcome EpollBackend::perform(Operation& op, FdState& s) noexcept {
   if (op.code == OpCode::kRecvMultishot) return receive_multishot(op, s);
   if (op.code == OpCode::kAcceptMultishot) return accept_multishot(op, s);
+  if (op.code == OpCode::kRecvMsgMultishot) return receive_datagrams(op, s);
   const int fd = op.fd;
   const Direction d = direction_of(op.code);
   const bool needs_nonblocking = op.code == OpCode::kRead || op.code == OpCode::kWrite ||
-                                 op.code == OpCode::kAccept || op.code == OpCode::kConnect;
+                                 op.code == OpCode::kAccept || op.code == OpCode::kConnect ||
+                                 op.code == OpCode::kSendFile;
   if (needs_nonblocking && !ensure_nonblocking(fd, s)) {
     complete(op, -errno);
     return Outcome::kCompleted;
@@ -387,6 +482,14 @@ EpollBackend::Outcome EpollBackend::perform(Operation& op, FdState& s) noexcept 
         wanted = 0;
         n = connect_step(op);
         break;
+      case OpCode::kSendFile: {
+        // Short at the end of the file as well as on a full socket: the hint stays, and a full
+        // socket says so with EAGAIN on the next call.
+        wanted = 0;
+        auto offset = static_cast<off_t>(op.offset);
+        n = ::sendfile(fd, op.source_fd, &offset, op.size);
+        break;
+      }
       default:
         n = -1;
         errno = EINVAL;
@@ -474,6 +577,78 @@ EpollBackend::Outcome EpollBackend::receive_multishot(Operation& op, FdState& s)
     }
     complete(op, -error);
     return Outcome::kCompleted;
+  }
+  return Outcome::kBudgetSpent;
+}
+
+// recvmmsg into free receive buffers, each datagram laid out as io/Datagram.h draws (the
+// kernel's own layout on io_uring).
+EpollBackend::Outcome EpollBackend::receive_datagrams(Operation& op, FdState& s) noexcept {
+  const int fd = op.fd;
+  const auto& shape = *static_cast<const msghdr*>(op.data);
+  const uint32_t name_capacity = shape.msg_namelen;
+  const auto control_capacity = static_cast<uint32_t>(shape.msg_controllen);
+  const uint64_t headroom = uint64_t{sizeof(DatagramHeader)} + name_capacity + control_capacity;
+  const uint32_t size = buffers_->buffer_size();
+  if (headroom > size) {  // io_uring's answer when the header does not fit a buffer
+    complete(op, -EFAULT);
+    return Outcome::kCompleted;
+  }
+  const auto room = static_cast<size_t>(size - headroom);
+  for (int round = 0; round < kMultishotBudget; ++round) {
+    const size_t want = std::min(kDatagramBatch, buffers_->free_count());
+    if (want == 0) {  // as io_uring: the pool is dry, the receive ends and its owner falls back
+      complete(op, -ENOBUFS);
+      return Outcome::kCompleted;
+    }
+    uint16_t ids[kDatagramBatch];
+    mmsghdr messages[kDatagramBatch];
+    iovec vectors[kDatagramBatch];
+    for (size_t i = 0; i < want; ++i) {
+      ids[i] = static_cast<uint16_t>(buffers_->take());
+      std::byte* buffer = buffers_->buffer(ids[i]);
+      vectors[i] = {buffer + headroom, room};
+      msghdr& message = messages[i].msg_hdr;
+      message = msghdr{};
+      message.msg_name = name_capacity > 0 ? buffer + sizeof(DatagramHeader) : nullptr;
+      message.msg_namelen = name_capacity;
+      message.msg_iov = &vectors[i];
+      message.msg_iovlen = 1;
+      message.msg_control =
+          control_capacity > 0 ? buffer + sizeof(DatagramHeader) + name_capacity : nullptr;
+      message.msg_controllen = control_capacity;
+      messages[i].msg_len = 0;
+    }
+    int n;
+    do {
+      n = ::recvmmsg(fd, messages, static_cast<unsigned>(want), MSG_DONTWAIT, nullptr);
+    } while (n < 0 && errno == EINTR);
+    const size_t received = n > 0 ? static_cast<size_t>(n) : 0;
+    const int error = n < 0 ? errno : 0;
+    for (size_t i = want; i > received; --i) buffers_->put_back(ids[i - 1]);  // LIFO order kept
+    if (n < 0) {
+      if (would_block(error)) {
+        s.readable = false;
+        return Outcome::kBlocked;
+      }
+      complete(op, -error);
+      return Outcome::kCompleted;
+    }
+    for (size_t i = 0; i < received; ++i) {
+      const msghdr& message = messages[i].msg_hdr;
+      const DatagramHeader header{message.msg_namelen,
+                                  static_cast<uint32_t>(message.msg_controllen),
+                                  messages[i].msg_len, static_cast<uint32_t>(message.msg_flags)};
+      std::memcpy(buffers_->buffer(ids[i]), &header, sizeof header);
+      completions_.push_back(
+          {&op, static_cast<int32_t>(headroom + messages[i].msg_len),
+           kCompletionMore | kCompletionBuffer | (uint32_t{ids[i]} << kBufferIdShift)});
+    }
+    // Fewer than asked for: the socket's queue is empty, and the next datagram brings an edge.
+    if (received < want) {
+      s.readable = false;
+      return Outcome::kBlocked;
+    }
   }
   return Outcome::kBudgetSpent;
 }

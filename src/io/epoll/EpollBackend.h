@@ -30,7 +30,14 @@
 //
 // Files (regular files and block devices, which epoll cannot watch): a read or write is first
 // tried with RWF_NOWAIT, which a page-cache hit completes at once; only what would wait for the
-// disk goes to two worker threads (FileWorkers). Measured in docs/benchmarks.md.
+// disk goes to two worker threads (FileWorkers), and so do O_DIRECT reads and writes (RWF_NOWAIT
+// would not keep them from waiting for the device), openat and fsync. Measured in
+// docs/benchmarks.md.
+//
+// Datagrams: a multishot datagram receive is recvmmsg into free receive buffers (up to 32 per
+// call), each written in io_uring's layout (io/Datagram.h); sendmsg operations submitted back to
+// back on one datagram socket go out in one sendmmsg. kSendFile is sendfile(2) when the socket
+// is writable.
 //
 // Differences from io_uring, all at the edges: operations still parked on an fd closed through
 // the loop (io::close) end with -ECANCELED (io_uring would leave them waiting on the file);
@@ -58,6 +65,8 @@ class EpollBackend final : public Backend {
   /// Receives or accepts per readiness event before other fds get their turn; the rest
   /// continues in the next iteration, without waiting for a new edge.
   static constexpr int kMultishotBudget = 16;
+  /// Sendmsg operations on one datagram socket sent with one sendmmsg, at most.
+  static constexpr size_t kSendBatch = 64;
 
   static Result<std::unique_ptr<EpollBackend>> create(EventLoop& owner, const LoopOptions& options,
                                                       std::string& warnings);
@@ -126,6 +135,10 @@ class EpollBackend final : public Backend {
   }
 
   void start_submitted() noexcept;
+  Operation* take_submitted() noexcept;
+  void start_send_batch() noexcept;
+  size_t send_datagrams(int fd, FdState& s) noexcept;
+  void start_file_call(Operation& op) noexcept;
   void start(Operation& op) noexcept;
   void start_io(Operation& op) noexcept;
   void start_file(Operation& op) noexcept;
@@ -134,6 +147,7 @@ class EpollBackend final : public Backend {
 
   Outcome perform(Operation& op, FdState& s) noexcept;
   Outcome receive_multishot(Operation& op, FdState& s) noexcept;
+  Outcome receive_datagrams(Operation& op, FdState& s) noexcept;
   Outcome accept_multishot(Operation& op, FdState& s) noexcept;
   int32_t connect_step(Operation& op) noexcept;
   bool ensure_nonblocking(int fd, FdState& s) noexcept;
@@ -172,6 +186,7 @@ class EpollBackend final : public Backend {
   bool workers_registered_ = false;
   std::vector<FileWorkers::Done> files_done_;
   std::vector<Operation*> scratch_;
+  std::vector<Operation*> send_batch_;
   uint64_t in_flight_ = 0;
   bool file_nowait_ = true;
   bool skipped_wait_ = false;  // the last poll delivered completions without epoll_wait

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <system_error>
 
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -82,14 +83,28 @@ void FileWorkers::take_done(std::vector<Done>& out) {
 int32_t FileWorkers::run(const Operation& op, int fd) noexcept {
   ssize_t n;
   do {
-    if (op.code == OpCode::kRead) {
-      n = op.offset == kCurrentPosition
-              ? ::read(fd, op.data, op.size)
-              : ::pread(fd, op.data, op.size, static_cast<off_t>(op.offset));
-    } else {
-      n = op.offset == kCurrentPosition
-              ? ::write(fd, op.data, op.size)
-              : ::pwrite(fd, op.data, op.size, static_cast<off_t>(op.offset));
+    switch (op.code) {
+      case OpCode::kRead:
+        n = op.offset == kCurrentPosition
+                ? ::read(fd, op.data, op.size)
+                : ::pread(fd, op.data, op.size, static_cast<off_t>(op.offset));
+        break;
+      case OpCode::kWrite:
+        n = op.offset == kCurrentPosition
+                ? ::write(fd, op.data, op.size)
+                : ::pwrite(fd, op.data, op.size, static_cast<off_t>(op.offset));
+        break;
+      case OpCode::kOpenAt:
+        n = ::openat(fd, static_cast<const char*>(op.data), static_cast<int>(op.size),
+                     static_cast<mode_t>(op.offset));
+        break;
+      case OpCode::kFsync:
+        n = (op.size & kFsyncDataOnly) ? ::fdatasync(fd) : ::fsync(fd);
+        break;
+      default:
+        n = -1;
+        errno = EINVAL;
+        break;
     }
   } while (n < 0 && errno == EINTR);
   return n < 0 ? -errno : static_cast<int32_t>(n);
@@ -103,7 +118,7 @@ void FileWorkers::work() noexcept {
     Job job = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    const int32_t res = run(*job.op, job.fd.get());
+    const int32_t res = run(*job.op, job.fd ? job.fd.get() : job.user_fd);
     job.fd.reset();
     lock.lock();
     // Only the first result of a batch writes the eventfd: the loop takes them all at once.

@@ -2,7 +2,8 @@
 // FileWorkers: the epoll backend's threads for file I/O that readiness cannot express. A
 // regular file is always "ready" for epoll (epoll_ctl refuses it with EPERM), yet a read may
 // wait for the disk; so a read or write the backend could not finish at once (RWF_NOWAIT said
-// EAGAIN) runs here, on one of a few threads, and its result comes back to the loop.
+// EAGAIN) runs here, on one of a few threads, and its result comes back to the loop. So do
+// the file calls that have no non-blocking form at all: openat(2), fsync(2), fdatasync(2).
 //
 // A job works on its own dup() of the fd, so the file stays open until the job ends even if
 // the application closes its fd (and the number is reused) meanwhile, as io_uring holds its
@@ -42,8 +43,9 @@ class FileWorkers {
   /// Creates the eventfd results are announced on (non-blocking); the caller adds it to its
   /// epoll set. The threads start with the first push().
   Result<int> open_notifier();
-  /// Queues `op` (kRead or kWrite) to run on `fd`, which the job owns. False when no thread
-  /// can be started: nothing was queued then and `fd` is closed.
+  /// Queues `op` (kRead, kWrite, kOpenAt, kFsync) to run on `fd`, which the job owns (empty:
+  /// op.fd itself, e.g. AT_FDCWD for kOpenAt). False when no thread can be started: nothing
+  /// was queued then and `fd` is closed.
   bool push(Operation& op, UniqueFd fd);
   /// Takes `op` back if no worker has started it. True: it will not run.
   bool remove(Operation& op) noexcept;
@@ -58,7 +60,7 @@ class FileWorkers {
   bool started() const noexcept { return !threads_.empty(); }
   int notifier() const noexcept { return notifier_.get(); }
 
-  /// The blocking read or write itself (also the loop's fallback when no thread starts).
+  /// The blocking call itself (also the loop's fallback when no thread starts).
   static int32_t run(const Operation& op, int fd) noexcept;
 
  private:

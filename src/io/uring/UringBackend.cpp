@@ -3,11 +3,39 @@
 #include <cerrno>
 #include <csignal>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
+#include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
 
 namespace ucp::io {
+
+// The datagram layout of io/Datagram.h is the kernel's: a multishot recvmsg's buffer is handed
+// up unchanged.
+static_assert(sizeof(DatagramHeader) == sizeof(io_uring_recvmsg_out));
+static_assert(offsetof(DatagramHeader, name_length) == offsetof(io_uring_recvmsg_out, namelen));
+static_assert(offsetof(DatagramHeader, control_length) ==
+              offsetof(io_uring_recvmsg_out, controllen));
+static_assert(offsetof(DatagramHeader, payload_length) ==
+              offsetof(io_uring_recvmsg_out, payloadlen));
+static_assert(offsetof(DatagramHeader, flags) == offsetof(io_uring_recvmsg_out, flags));
+static_assert(kFsyncDataOnly == IORING_FSYNC_DATASYNC);
+
+namespace {
+
+// A multishot recvmsg's user_data carries this bit: its completions pass through
+// restart_datagrams() before they are delivered (see there).
+constexpr uintptr_t kDatagramTag = 1;
+static_assert(alignof(Operation) > kDatagramTag);
+// Operation::backend_state on this backend: a cancel was asked for (multishot recvmsg only).
+constexpr uint32_t kCancelRequested = 1;
+
+uint64_t datagram_user_data(Operation& op) noexcept {
+  return reinterpret_cast<uintptr_t>(&op) | kDatagramTag;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<UringBackend>> UringBackend::create(EventLoop& owner,
                                                            const LoopOptions& options,
@@ -111,6 +139,12 @@ void UringBackend::prepare(io_uring_sqe* sqe, Operation& op) noexcept {
     case OpCode::kRecvMsg:
       io_uring_prep_recvmsg(sqe, op.fd, static_cast<msghdr*>(op.data), 0);
       break;
+    case OpCode::kRecvMsgMultishot:
+      io_uring_prep_recvmsg_multishot(sqe, op.fd, static_cast<msghdr*>(op.data), 0);
+      sqe->flags |= IOSQE_BUFFER_SELECT;
+      sqe->buf_group = buffer_ring_->group_id();
+      sqe->user_data = datagram_user_data(op);
+      return;
     case OpCode::kRead:
       if (op.buffer_index >= 0) {
         io_uring_prep_read_fixed(sqe, op.fd, op.data, op.size, op.offset, op.buffer_index);
@@ -137,6 +171,15 @@ void UringBackend::prepare(io_uring_sqe* sqe, Operation& op) noexcept {
     case OpCode::kCancelFd:
       io_uring_prep_cancel_fd(sqe, op.fd, IORING_ASYNC_CANCEL_ALL);
       break;
+    case OpCode::kOpenAt:
+      io_uring_prep_openat(sqe, op.fd, static_cast<const char*>(op.data), static_cast<int>(op.size),
+                           static_cast<mode_t>(op.offset));
+      break;
+    case OpCode::kFsync:
+      io_uring_prep_fsync(sqe, op.fd, op.size & kFsyncDataOnly);
+      break;
+    case OpCode::kSendFile:  // never prepared here: SpliceSender owns its SQEs
+      break;
     case OpCode::kRingMessage: {
       // The target's CQE: user_data = its message context, res = the value. No CQE_SKIP: our
       // own CQE is the only way to learn that the value did not arrive.
@@ -150,9 +193,14 @@ void UringBackend::prepare(io_uring_sqe* sqe, Operation& op) noexcept {
 }
 
 bool UringBackend::submit(Operation& op) noexcept {
-  if (op.code == OpCode::kRecvMultishot && buffer_ring_ == nullptr) {
+  if ((op.code == OpCode::kRecvMultishot || op.code == OpCode::kRecvMsgMultishot) &&
+      buffer_ring_ == nullptr) {
     op.result = -EOPNOTSUPP;
     return false;
+  }
+  if (op.code == OpCode::kSendFile) {
+    if (!splice_) splice_ = std::make_unique<SpliceSender>(*ring_, owner_);
+    return splice_->start(op);
   }
   if (op.code == OpCode::kRingMessage &&
       (!ring_->features().msg_ring ||
@@ -161,6 +209,7 @@ bool UringBackend::submit(Operation& op) noexcept {
     return false;
   }
   if (op.timeout != nullptr && op.timeout->ms > 0) return submit_with_timeout(op);
+  op.backend_state = 0;
   io_uring_sqe* sqe;
   if (!ring_->acquire(&sqe, 1)) {
     op.result = -EAGAIN;
@@ -210,8 +259,18 @@ std::coroutine_handle<> UringBackend::on_linked_part(IoContext& context, int32_t
 }
 
 void UringBackend::cancel(Operation& op) noexcept {
+  if (op.code == OpCode::kSendFile) {
+    if (splice_) splice_->cancel(op);
+    return;
+  }
   io_uring_sqe* sqe;
   if (!ring_->acquire(&sqe, 1)) return;  // out of room: the operation runs its course
+  if (op.code == OpCode::kRecvMsgMultishot) {
+    op.backend_state = kCancelRequested;  // restart_datagrams() must not start it again
+    io_uring_prep_cancel64(sqe, datagram_user_data(op), 0);
+    io_uring_sqe_set_data(sqe, nullptr);
+    return;
+  }
   const IoContext* target = &op;
   if (op.timeout != nullptr && op.timeout->remaining > 0) target = &op.timeout->operation_part;
   io_uring_prep_cancel(sqe, const_cast<IoContext*>(target), 0);
@@ -228,9 +287,30 @@ void UringBackend::cancel_all() noexcept {
 void UringBackend::poll(bool block, std::chrono::nanoseconds timeout, ReadyList& ready,
                         uint32_t limit) {
   ring_->submit_and_wait(block ? 1 : 0, timeout);
-  ring_->drain([&ready](IoContext* context, int32_t res,
-                        uint32_t flags) { deliver(context, res, flags, ready); },
-               limit);
+  ring_->drain(
+      [this, &ready](IoContext* context, int32_t res, uint32_t flags) {
+        const auto bits = reinterpret_cast<uintptr_t>(context);
+        if (bits & kDatagramTag) {
+          auto* op = reinterpret_cast<Operation*>(bits & ~kDatagramTag);
+          flags = restart_datagrams(*op, flags);
+          context = op;
+        }
+        deliver(context, res, flags, ready);
+      },
+      limit);
+}
+
+// The kernel ends a multishot recvmsg after a 0-byte datagram (and in a few rarer cases, such as
+// a full CQ), with a final CQE that still carries a datagram. The operation's contract is to
+// end only on an error, a cancel or a dry pool, as on epoll: so such a CQE restarts it here,
+// before delivery, and is delivered with kCompletionMore. Not once a cancel was asked for.
+uint32_t UringBackend::restart_datagrams(Operation& op, uint32_t flags) noexcept {
+  if ((flags & kCompletionMore) || !(flags & kCompletionBuffer)) return flags;
+  if (op.backend_state == kCancelRequested || owner_.io_closed()) return flags;
+  io_uring_sqe* sqe;
+  if (!ring_->acquire(&sqe, 1)) return flags;  // no room: it ends, and its owner starts it again
+  prepare(sqe, op);
+  return flags | kCompletionMore;
 }
 
 std::coroutine_handle<> UringBackend::on_message(IoContext& context, int32_t res,

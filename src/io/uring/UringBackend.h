@@ -16,6 +16,7 @@
 #include "BufferRing.h"
 #include "FixedBuffers.h"
 #include "IoUring.h"
+#include "SpliceSender.h"
 
 namespace ucp::io {
 
@@ -53,6 +54,7 @@ class UringBackend final : public Backend {
   explicit UringBackend(EventLoop& owner) noexcept : owner_(owner) {}
   void prepare(io_uring_sqe* sqe, Operation& op) noexcept;
   bool submit_with_timeout(Operation& op) noexcept;
+  uint32_t restart_datagrams(Operation& op, uint32_t flags) noexcept;
   static std::coroutine_handle<> on_linked_part(IoContext& context, int32_t res,
                                                 uint32_t flags) noexcept;
   static std::coroutine_handle<> on_message(IoContext& context, int32_t res,
@@ -63,7 +65,8 @@ class UringBackend final : public Backend {
   // Destroyed before the ring: their registrations go first.
   std::unique_ptr<BufferRing> buffer_ring_;
   std::unique_ptr<FixedBuffers> fixed_buffers_;
-  MessageContext message_context_;  // never submitted here: its CQEs come from other rings
+  std::unique_ptr<SpliceSender> splice_;  // kSendFile, created with the first one
+  MessageContext message_context_;        // never submitted here: its CQEs come from other rings
 };
 
 }  // namespace ucp::io
