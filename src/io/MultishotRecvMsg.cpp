@@ -92,7 +92,10 @@ bool MultishotRecvMsg::start() noexcept {
 
 void MultishotRecvMsg::stop() noexcept {
   stopped_ = true;
-  waiter_ = {};
+  if (waiter_) {  // a reader waiting hears of it now, with operation_canceled
+    if (error_ == 0) error_ = -ECANCELED;
+    loop_.schedule(std::exchange(waiter_, {}));
+  }
   if (state_ == State::kArmed || state_ == State::kPausing) loop_.cancel(receive_);
   if (state_ == State::kFallback) loop_.cancel(fallback_);
 }

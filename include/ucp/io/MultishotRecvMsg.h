@@ -67,8 +67,8 @@ class MultishotRecvMsg {
   /// receive as needed. False when there is news already.
   bool wait(std::coroutine_handle<> reader) noexcept;
   void drop_waiter() noexcept { waiter_ = {}; }
-  /// Ends the receive for good; queued datagrams stay readable. Its last completion still
-  /// arrives.
+  /// Ends the receive for good; queued datagrams stay readable, a reader waiting resumes (with
+  /// error() -ECANCELED). Its last completion still arrives.
   void stop() noexcept;
 
   bool has_data() const noexcept { return queued_ > 0; }

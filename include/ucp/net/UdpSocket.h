@@ -1,0 +1,157 @@
+#pragma once
+// UdpSocket: a UDP socket on an EventLoop, with coroutine sends and receives, one datagram at a
+// time or in batches.
+//
+//   auto socket = ucp::UdpSocket::bind(loop, *ucp::InetAddress::parse("0.0.0.0", 5353));
+//   std::array<ucp::io::ReceivedDatagram, 64> batch;
+//   std::array<ucp::OutgoingDatagram, 64> replies;
+//   for (;;) {                                           // an echo
+//     auto n = co_await (*socket)->receive_batch(batch); // >= 1 datagram, payloads lent
+//     if (!n) break;
+//     for (size_t i = 0; i < *n; ++i) replies[i] = {batch[i].data.bytes(), batch[i].source};
+//     co_await (*socket)->send_batch(std::span(replies).first(*n));  // one submission
+//   }
+//
+// Receiving: where the loop has receive buffers that hold the largest datagram this socket
+// accepts (UdpOptions::max_datagram_bytes plus io/Datagram.h's 48-byte headroom), one
+// long-lived multishot receive fills them, a datagram per buffer, and receive_batch() hands out
+// as many as have arrived without copying (io_uring: multishot recvmsg; epoll: recvmmsg). Else
+// each receive is one recvmsg into a pool block (receive_batch) or the caller's buffer
+// (recv_from). multishot() says which. A datagram longer than the room is cut and flagged
+// `truncated` (MSG_TRUNC), never mistaken for a whole one.
+//
+// Sending: send_batch() puts every datagram in flight at once (io_uring: one sendmsg SQE each,
+// one submission; epoll: one sendmmsg); send_to() sends one. Neither raises SIGPIPE.
+//
+// Errors are values. An unconnected socket hears nothing of ICMP errors; a connected one
+// reports e.g. connection_refused once, on a receive, and goes on receiving after it.
+//
+// Overload: datagrams the socket buffer (UdpOptions::receive_buffer_bytes, SO_RCVBUF) cannot
+// hold are dropped by the kernel, as UDP does; nothing in UCP grows without bound.
+//
+// Owner: whoever holds the unique_ptr. close() stops the receive, waits for what is in flight
+// and closes the fd through the loop; a socket destroyed open leaves that to a coroutine on its
+// loop. Thread contract: the loop's thread only. Leases from receive_batch() must be dropped
+// before the loop ends.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "ucp/base/Result.h"
+#include "ucp/base/UniqueFd.h"
+#include "ucp/coro/Task.h"
+#include "ucp/io/Datagram.h"
+#include "ucp/io/EventLoop.h"
+#include "ucp/io/MultishotRecvMsg.h"
+#include "ucp/io/Operation.h"
+#include "ucp/net/InetAddress.h"
+
+namespace ucp {
+
+namespace io {
+class RecvMsgOp;
+}
+
+struct UdpOptions {
+  /// SO_RCVBUF in bytes (0: the kernel's default). The kernel caps it at net.core.rmem_max
+  /// unless the process may use SO_RCVBUFFORCE; receive_buffer_bytes() says what it got.
+  uint32_t receive_buffer_bytes = 0;
+  /// SO_REUSEPORT: several sockets (one per loop) on one port; the kernel spreads the senders.
+  bool reuse_port = false;
+  /// The largest datagram received whole (65,527 over IPv6, 65,507 over IPv4).
+  uint32_t max_datagram_bytes = io::kMaxUdpPayload;
+};
+
+/// One datagram for send_batch(): its bytes, and where to (null: the connected peer).
+struct OutgoingDatagram {
+  std::span<const std::byte> data;
+  const sockaddr* to = nullptr;
+  socklen_t to_length = 0;
+
+  OutgoingDatagram() noexcept = default;
+  OutgoingDatagram(std::span<const std::byte> bytes) noexcept : data(bytes) {}
+  OutgoingDatagram(std::span<const std::byte> bytes, const InetAddress& address) noexcept
+      : data(bytes), to(address.get()), to_length(address.length()) {}
+  OutgoingDatagram(std::span<const std::byte> bytes, const sockaddr_storage& address,
+                   socklen_t length) noexcept
+      : data(bytes), to(reinterpret_cast<const sockaddr*>(&address)), to_length(length) {}
+};
+
+/// What recv_from() received into the caller's buffer.
+struct ReceivedFrom {
+  size_t size = 0;  // bytes in the buffer
+  InetAddress from;
+  bool truncated = false;  // the datagram was longer than the buffer: its end was lost
+};
+
+class UdpSocket {
+ public:
+  /// Datagrams put in flight together by send_batch() (a longer span goes in rounds).
+  static constexpr size_t kSendRound = 32;
+
+  /// A socket bound to `local` (port 0: any free port; local_address() names it).
+  static Result<std::unique_ptr<UdpSocket>> bind(EventLoop& loop, const InetAddress& local,
+                                                 const UdpOptions& options = {});
+  /// An unbound socket of `family` (AF_INET, AF_INET6): the first send binds a free port.
+  static Result<std::unique_ptr<UdpSocket>> open(EventLoop& loop, int family,
+                                                 const UdpOptions& options = {});
+
+  UdpSocket(const UdpSocket&) = delete;
+  UdpSocket& operator=(const UdpSocket&) = delete;
+  ~UdpSocket();
+
+  /// connect(2): the default destination of send() and send_batch() without an address; only
+  /// datagrams from `peer` are received from then on.
+  Result<void> connect(const InetAddress& peer) noexcept;
+
+  /// Waits for one datagram and copies it into `buffer`.
+  Task<Result<ReceivedFrom>> recv_from(std::span<std::byte> buffer);
+  /// Waits for at least one datagram, then fills `out` with as many as have arrived (lent:
+  /// each lease holds a loop buffer or a pool block until dropped). The value is how many.
+  Task<Result<size_t>> receive_batch(std::span<io::ReceivedDatagram> out);
+
+  Task<Result<size_t>> send_to(std::span<const std::byte> data, const InetAddress& to);
+  /// To the connected peer.
+  Task<Result<size_t>> send(std::span<const std::byte> data);
+  /// Sends every datagram, kSendRound at a time in one submission each. The value is how many
+  /// the kernel took; one it refused is lost, as on the network, and counted in
+  /// send_failures(). The first error when it took none.
+  Task<Result<size_t>> send_batch(std::span<const OutgoingDatagram> datagrams);
+
+  /// Stops receiving (a receive waiting resumes with operation_canceled), waits for what is in
+  /// flight, closes the fd through the loop.
+  Task<> close();
+
+  const InetAddress& local_address() const noexcept { return local_; }
+  /// The receive buffer the kernel gave (SO_RCVBUF as read back, halved: the kernel doubles
+  /// what it is asked for to cover its bookkeeping).
+  uint32_t receive_buffer_bytes() const noexcept;
+  /// Receives come from the loop's receive buffers (see the file comment).
+  bool multishot() const noexcept { return stream_ != nullptr; }
+  uint64_t truncated() const noexcept;
+  uint64_t send_failures() const noexcept { return send_failures_; }
+  int fd() const noexcept { return fd_.get(); }
+  EventLoop& loop() const noexcept { return loop_; }
+
+ private:
+  UdpSocket(EventLoop& loop, UniqueFd fd, const UdpOptions& options);
+  static Result<std::unique_ptr<UdpSocket>> create(EventLoop& loop, int family,
+                                                   const InetAddress* local,
+                                                   const UdpOptions& options);
+  Task<Result<size_t>> receive_one(io::ReceivedDatagram& out);
+  Task<Result<ReceivedFrom>> receive_into(std::span<std::byte> buffer);
+
+  EventLoop& loop_;
+  UniqueFd fd_;
+  InetAddress local_;
+  uint32_t max_datagram_bytes_;
+  std::unique_ptr<io::MultishotRecvMsg> stream_;
+  io::RecvMsgOp* pending_receive_ = nullptr;  // a single recvmsg in flight (no stream)
+  uint64_t truncated_ = 0;                    // single-recvmsg path
+  uint64_t send_failures_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace ucp

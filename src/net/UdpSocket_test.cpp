@@ -1,0 +1,418 @@
+// ucp::UdpSocket over loopback on both backends, and both ways of receiving (the loop's
+// receive buffers, or one recvmsg at a time). The echo runs on a loop thread; the client is
+// plain blocking sockets with receive timeouts, so every wait is bounded and the check does
+// not depend on the code under test.
+
+#include "ucp/net/UdpSocket.h"
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "ucp/io/Operations.h"
+
+#include "Backends.h"
+
+namespace ucp {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Datagram contents: size s carries kPattern[s % 251 .. s % 251 + s).
+const std::vector<char>& pattern_source() {
+  static const std::vector<char> bytes = [] {
+    std::vector<char> out(io::kMaxUdpPayload + 256);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>((i * 7 + i / 251) & 0xFF);
+    return out;
+  }();
+  return bytes;
+}
+const char* pattern_for(size_t size) { return pattern_source().data() + size % 251; }
+
+Task<> echo(UdpSocket& socket) {
+  std::array<io::ReceivedDatagram, 64> batch;
+  std::array<OutgoingDatagram, 64> replies;
+  for (;;) {
+    auto n = co_await socket.receive_batch(batch);
+    if (!n) {
+      if (n.error() == std::errc::operation_canceled) co_return;
+      continue;  // a transient error of one datagram
+    }
+    for (size_t i = 0; i < *n; ++i) {
+      replies[i] = OutgoingDatagram(batch[i].data.bytes(), batch[i].source, batch[i].source_length);
+    }
+    (void)co_await socket.send_batch(std::span(replies.data(), *n));
+    for (size_t i = 0; i < *n; ++i) batch[i] = io::ReceivedDatagram{};
+  }
+}
+
+enum class Receive { kLoopBuffers, kOneRecvmsg };
+
+struct Param {
+  BackendKind backend;
+  Receive receive;
+};
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(test::backend_label(info.param.backend)) +
+         (info.param.receive == Receive::kLoopBuffers ? "_loop_buffers" : "_one_recvmsg");
+}
+
+// An echo server on its own loop thread.
+class EchoServer {
+ public:
+  EchoServer(const Param& param, const std::string& ip) {
+    LoopOptions options;
+    options.backend = param.backend;
+    options.ring_entries = 1024;
+    options.provided_buffers_count = 256;
+    // Room for the largest datagram, or not (then each receive is one recvmsg).
+    options.provided_buffer_size = param.receive == Receive::kLoopBuffers ? 69632 : 4096;
+    auto loop = EventLoop::create(options);
+    if (!loop) {
+      ADD_FAILURE() << loop.error().message();
+      return;
+    }
+    loop_ = std::move(*loop);
+    UdpOptions udp;
+    udp.receive_buffer_bytes = 4 << 20;
+    auto socket = UdpSocket::bind(*loop_, *InetAddress::parse(ip, 0), udp);
+    if (!socket) {
+      ADD_FAILURE() << socket.error().message();
+      return;
+    }
+    socket_ = std::move(*socket);
+    EXPECT_EQ(socket_->multishot(), param.receive == Receive::kLoopBuffers);
+    port_ = socket_->local_address().port();
+    loop_->post([this] { loop_->spawn(echo(*socket_)); });
+    thread_ = std::thread([this] { loop_->run(); });
+  }
+  ~EchoServer() {
+    if (!thread_.joinable()) return;
+    loop_->post([this] {
+      loop_->spawn([](EventLoop& l, UdpSocket& s) -> Task<> {
+        co_await s.close();
+        l.stop();
+      }(*loop_, *socket_));
+    });
+    thread_.join();
+  }
+  bool ok() const { return thread_.joinable(); }
+  uint16_t port() const { return port_; }
+
+ private:
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<UdpSocket> socket_;
+  std::thread thread_;
+  uint16_t port_ = 0;
+};
+
+// A blocking client socket with a receive timeout and big buffers.
+struct Client {
+  UniqueFd fd;
+  sockaddr_storage server{};
+  socklen_t server_length = 0;
+
+  Client(const std::string& ip, uint16_t port) {
+    auto address = *InetAddress::parse(ip, port);
+    std::memcpy(&server, address.get(), address.length());
+    server_length = address.length();
+    fd = UniqueFd(::socket(address.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    int bytes = 8 << 20;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes);
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes);
+    timeval timeout{2, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  }
+  bool send(const char* data, size_t size) const {
+    return ::sendto(fd.get(), data, size, 0, reinterpret_cast<const sockaddr*>(&server),
+                    server_length) == static_cast<ssize_t>(size);
+  }
+  // -1: nothing within the timeout.
+  ssize_t receive(std::vector<char>& buffer) const {
+    return ::recv(fd.get(), buffer.data(), buffer.size(), MSG_TRUNC);
+  }
+};
+
+// Sends every size of `sizes` (16 in flight) and checks every echo. Returns a description of
+// the first problem, or "".
+std::string round_trip(const Client& client, const std::vector<size_t>& sizes) {
+  std::vector<char> buffer(io::kMaxUdpPayload + 16);
+  constexpr size_t kWindow = 16;
+  for (size_t begin = 0; begin < sizes.size(); begin += kWindow) {
+    const size_t end = std::min(sizes.size(), begin + kWindow);
+    std::map<size_t, int> waiting;
+    for (size_t i = begin; i < end; ++i) {
+      if (!client.send(pattern_for(sizes[i]), sizes[i])) {
+        return "send of " + std::to_string(sizes[i]) + " bytes failed: " + std::strerror(errno);
+      }
+      ++waiting[sizes[i]];
+    }
+    for (size_t i = begin; i < end; ++i) {
+      const ssize_t n = client.receive(buffer);
+      if (n < 0) return "no echo within 2 s (" + std::to_string(waiting.size()) + " missing)";
+      const auto size = static_cast<size_t>(n);
+      auto it = waiting.find(size);
+      if (it == waiting.end()) return "an echo of unexpected size " + std::to_string(size);
+      if (std::memcmp(buffer.data(), pattern_for(size), size) != 0) {
+        return "the echo of " + std::to_string(size) + " bytes differs";
+      }
+      if (--it->second == 0) waiting.erase(it);
+    }
+  }
+  return "";
+}
+
+class UdpEcho : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam().backend); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, UdpEcho,
+                         ::testing::Values(Param{BackendKind::kIoUring, Receive::kLoopBuffers},
+                                           Param{BackendKind::kIoUring, Receive::kOneRecvmsg},
+                                           Param{BackendKind::kEpoll, Receive::kLoopBuffers},
+                                           Param{BackendKind::kEpoll, Receive::kOneRecvmsg}),
+                         param_name);
+
+// Every size from 0 to 65,507 with the loop's buffers; every 61st (and the ends) with one
+// recvmsg at a time, which shares no code with the batch path below the socket.
+TEST_P(UdpEcho, EchoesEveryDatagramSizeUnchanged) {
+  EchoServer server(GetParam(), "127.0.0.1");
+  ASSERT_TRUE(server.ok());
+  Client client("127.0.0.1", server.port());
+  std::vector<size_t> sizes;
+  const size_t step = GetParam().receive == Receive::kLoopBuffers ? 1 : 61;
+  for (size_t size = 0; size <= io::kMaxUdpPayloadIpv4; size += step) sizes.push_back(size);
+  sizes.push_back(io::kMaxUdpPayloadIpv4);
+  EXPECT_EQ(round_trip(client, sizes), "");
+}
+
+TEST_P(UdpEcho, EchoesOverIpv6UpToItsLargestDatagram) {
+  UniqueFd probe(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in6 any{};
+  any.sin6_family = AF_INET6;
+  any.sin6_addr = in6addr_loopback;
+  if (!probe || ::bind(probe.get(), reinterpret_cast<sockaddr*>(&any), sizeof any) != 0) {
+    GTEST_SKIP() << "no IPv6 loopback here";
+  }
+  EchoServer server(GetParam(), "::1");
+  ASSERT_TRUE(server.ok());
+  Client client("::1", server.port());
+  std::vector<size_t> sizes = {0, 1, 1232, 1452, 9000, 65507, 65527};
+  for (size_t size = 2; size < 65527; size += 4099) sizes.push_back(size);
+  EXPECT_EQ(round_trip(client, sizes), "");
+}
+
+// Many datagrams at once, faster than the echo drains them: UDP may drop some under overload
+// (counted and reported), but every echo that arrives is whole and unchanged, none arrives
+// twice, and the server still answers afterwards.
+TEST_P(UdpEcho, FloodLosesDatagramsOnlyWholeAndKeepsServing) {
+  EchoServer server(GetParam(), "127.0.0.1");
+  ASSERT_TRUE(server.ok());
+  Client client("127.0.0.1", server.port());
+  constexpr uint32_t kDatagrams = 20000;
+  std::vector<char> datagram(1400);
+  for (uint32_t i = 0; i < kDatagrams; ++i) {
+    const size_t size = 8 + (i * 131) % 1392;
+    std::memcpy(datagram.data(), &i, 4);
+    const auto length = static_cast<uint32_t>(size);
+    std::memcpy(datagram.data() + 4, &length, 4);
+    std::memcpy(datagram.data() + 8, pattern_for(size), size - 8);
+    ASSERT_TRUE(client.send(datagram.data(), size)) << std::strerror(errno);
+  }
+  std::vector<bool> seen(kDatagrams);
+  size_t received = 0, corrupted = 0, duplicated = 0;
+  std::vector<char> buffer(2048);
+  timeval short_wait{0, 300000};  // the flood is over once 300 ms pass without an echo
+  ::setsockopt(client.fd.get(), SOL_SOCKET, SO_RCVTIMEO, &short_wait, sizeof short_wait);
+  for (;;) {
+    const ssize_t n = client.receive(buffer);
+    if (n < 0) break;
+    uint32_t index = 0, length = 0;
+    if (n < 8) {
+      ++corrupted;
+      continue;
+    }
+    std::memcpy(&index, buffer.data(), 4);
+    std::memcpy(&length, buffer.data() + 4, 4);
+    if (index >= kDatagrams || length != static_cast<size_t>(n) ||
+        std::memcmp(buffer.data() + 8, pattern_for(length), length - 8) != 0) {
+      ++corrupted;
+      continue;
+    }
+    if (seen[index]) ++duplicated;
+    seen[index] = true;
+    ++received;
+  }
+  const size_t lost = kDatagrams - received;
+  std::printf("flood: %u sent, %zu echoed, %zu lost (%.1f%%)\n", kDatagrams, received, lost,
+              100.0 * static_cast<double>(lost) / kDatagrams);
+  RecordProperty("lost", static_cast<int>(lost));
+  EXPECT_EQ(corrupted, 0u);
+  EXPECT_EQ(duplicated, 0u);
+  EXPECT_GT(received, 0u);
+  timeval normal{2, 0};
+  ::setsockopt(client.fd.get(), SOL_SOCKET, SO_RCVTIMEO, &normal, sizeof normal);
+  EXPECT_EQ(round_trip(client, {0, 100, 65507}), "");
+}
+
+// ---- the socket's own API, in one loop ----
+
+class UdpSocketApi : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override {
+    UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam());
+    LoopOptions options;
+    options.backend = GetParam();
+    options.provided_buffers_count = 64;
+    options.provided_buffer_size = 69632;
+    auto loop = EventLoop::create(options);
+    ASSERT_TRUE(loop) << loop.error().message();
+    loop_ = std::move(*loop);
+  }
+  void run(Task<> body) {
+    bool finished = false;
+    loop_->spawn([](EventLoop& l, Task<> inner, bool& done) -> Task<> {
+      co_await std::move(inner);
+      done = true;
+      l.stop();
+    }(*loop_, std::move(body), finished));
+    loop_->spawn([](EventLoop& l) -> Task<> {
+      co_await io::sleep_for(l, 20s);
+      l.stop();
+    }(*loop_));
+    loop_->run();
+    EXPECT_TRUE(finished) << "the test body did not finish";
+  }
+  std::unique_ptr<EventLoop> loop_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, UdpSocketApi, test::kAllBackends, test::backend_name);
+
+std::span<const std::byte> bytes_of(std::string_view s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+TEST_P(UdpSocketApi, SendToAndRecvFromNameEachOther) {
+  struct Outcome {
+    std::string first, reply;
+    uint16_t first_from = 0, reply_from = 0;
+    uint16_t a_port = 0, b_port = 0;
+    bool cut = false;
+    size_t cut_size = 0;
+  } o;
+  run([](EventLoop& l, Outcome& out) -> Task<> {
+    const auto local = *InetAddress::parse("127.0.0.1", 0);
+    auto a = UdpSocket::bind(l, local);
+    auto b = UdpSocket::bind(l, local);
+    EXPECT_TRUE(a && b);
+    if (!a || !b) co_return;
+    out.a_port = (*a)->local_address().port();
+    out.b_port = (*b)->local_address().port();
+    auto sent = co_await (*a)->send_to(bytes_of("ping"), (*b)->local_address());
+    EXPECT_TRUE(sent && *sent == 4);
+    std::array<std::byte, 64> buffer;
+    auto got = co_await (*b)->recv_from(buffer);
+    EXPECT_TRUE(got);
+    if (!got) co_return;
+    out.first.assign(reinterpret_cast<const char*>(buffer.data()), got->size);
+    out.first_from = got->from.port();
+    (void)co_await (*b)->send_to(bytes_of("pong, longer than eight"), got->from);
+    std::array<std::byte, 8> small;
+    auto reply = co_await (*a)->recv_from(small);
+    EXPECT_TRUE(reply);
+    if (!reply) co_return;
+    out.reply.assign(reinterpret_cast<const char*>(small.data()), reply->size);
+    out.reply_from = reply->from.port();
+    out.cut = reply->truncated;
+    co_await (*a)->close();
+    co_await (*b)->close();
+  }(*loop_, o));
+  EXPECT_EQ(o.first, "ping");
+  EXPECT_EQ(o.first_from, o.a_port);
+  EXPECT_EQ(o.reply, "pong, lo");  // cut to the buffer, and said so
+  EXPECT_TRUE(o.cut);
+  EXPECT_EQ(o.reply_from, o.b_port);
+  EXPECT_EQ(loop_->in_flight(), 0u);
+}
+
+// A connected socket hears an ICMP port unreachable as connection_refused, once, and keeps
+// working after it.
+TEST_P(UdpSocketApi, ConnectedSocketReportsARefusalOnceAndGoesOn) {
+  struct Outcome {
+    Result<ReceivedFrom> refused = ReceivedFrom{};
+    std::string after;
+  } o;
+  run([](EventLoop& l, Outcome& out) -> Task<> {
+    const auto local = *InetAddress::parse("127.0.0.1", 0);
+    auto gone = UdpSocket::bind(l, local);
+    auto a = UdpSocket::bind(l, local);
+    auto b = UdpSocket::bind(l, local);
+    if (!gone || !a || !b) co_return;
+    const InetAddress nobody = (*gone)->local_address();
+    co_await (*gone)->close();
+    EXPECT_TRUE((*a)->connect(nobody));
+    (void)co_await (*a)->send(bytes_of("anyone?"));
+    std::array<std::byte, 64> buffer;
+    out.refused = co_await (*a)->recv_from(buffer);
+    EXPECT_TRUE((*a)->connect((*b)->local_address()));
+    (void)co_await (*b)->send_to(bytes_of("still here"), (*a)->local_address());
+    auto got = co_await (*a)->recv_from(buffer);
+    if (got) out.after.assign(reinterpret_cast<const char*>(buffer.data()), got->size);
+    co_await (*a)->close();
+    co_await (*b)->close();
+  }(*loop_, o));
+  ASSERT_FALSE(o.refused);
+  EXPECT_EQ(o.refused.error(), std::errc::connection_refused);
+  EXPECT_EQ(o.after, "still here");
+  EXPECT_EQ(loop_->in_flight(), 0u);
+}
+
+TEST_P(UdpSocketApi, CloseWakesAWaitingReceiverWithCanceled) {
+  Result<size_t> waited = size_t{0};
+  run([](EventLoop& l, Result<size_t>& out) -> Task<> {
+    auto s = UdpSocket::bind(l, *InetAddress::parse("127.0.0.1", 0));
+    if (!s) co_return;
+    bool done = false;
+    l.spawn([](UdpSocket& socket, Result<size_t>& result, bool& finished) -> Task<> {
+      std::array<io::ReceivedDatagram, 4> batch;
+      result = co_await socket.receive_batch(batch);
+      finished = true;
+    }(**s, out, done));
+    co_await io::sleep_for(l, 5ms);
+    co_await (*s)->close();
+    for (int i = 0; i < 1000 && !done; ++i) co_await io::sleep_for(l, 1ms);
+    EXPECT_TRUE(done);
+  }(*loop_, waited));
+  ASSERT_FALSE(waited);
+  EXPECT_EQ(waited.error(), std::errc::operation_canceled);
+  EXPECT_EQ(loop_->in_flight(), 0u);
+}
+
+TEST_P(UdpSocketApi, ReceiveBufferIsWhatWasAskedOrWhatTheKernelAllows) {
+  run([](EventLoop& l) -> Task<> {
+    UdpOptions options;
+    options.receive_buffer_bytes = 1 << 20;
+    auto s = UdpSocket::bind(l, *InetAddress::parse("127.0.0.1", 0), options);
+    EXPECT_TRUE(s);
+    if (!s) co_return;
+    // Asked 1 MiB: got it, or whatever net.core.rmem_max allows an unprivileged process.
+    EXPECT_GT((*s)->receive_buffer_bytes(), 0u);
+    EXPECT_LE((*s)->receive_buffer_bytes(), 1u << 20);
+    co_await (*s)->close();
+  }(*loop_));
+}
+
+}  // namespace
+}  // namespace ucp
