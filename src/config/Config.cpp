@@ -214,8 +214,8 @@ const std::vector<Key>& keys() {
        shown(kServer, &S::read_timeout_ms)},
       {"server", "protocol",
        [](Config& config, std::string_view value) -> std::string {
-         if (value != "echo" && value != "http") {
-           return quoted(value) + " is not a protocol (use echo or http)";
+         if (value != "echo" && value != "http" && value != "udp_echo") {
+           return quoted(value) + " is not a protocol (use echo, http or udp_echo)";
          }
          config.server.protocol = std::string(value);
          return {};
@@ -234,6 +234,9 @@ const std::vector<Key>& keys() {
        shown(kServer, &S::max_output_bytes)},
       {"server", "max_request_bytes", unsigned_key(kServer, &S::max_request_bytes, 1024, 16777216),
        shown(kServer, &S::max_request_bytes)},
+      {"server", "udp_recv_buffer_bytes",
+       unsigned_key(kServer, &S::udp_recv_buffer_bytes, 0, 1073741824),
+       shown(kServer, &S::udp_recv_buffer_bytes)},
 
       {"event_loop", "backend",
        [](Config& config, std::string_view value) -> std::string {
@@ -458,7 +461,7 @@ class Parser {
   // "1 worker x 16.6 MiB (4096 x 4096 B provided buffers, 4096-entry ring) + 16.1 MiB
   // (65536-record log queue, accepting ring)"
   std::string describe_startup(const MachineLimits& machine) const {
-    const EventLoopConfig& loop = config_.event_loop;
+    const EventLoopConfig loop = config_.worker_loop();
     const uint32_t workers = config_.worker_count(machine);
     std::string parts;
     auto add = [&parts](const std::string& part) {
@@ -646,13 +649,23 @@ uint32_t Config::worker_count(const MachineLimits& machine) const noexcept {
   return server.thread_num == 0 ? machine.cpus : server.thread_num;
 }
 
-uint64_t Config::worker_startup_bytes() const noexcept {
-  uint64_t bytes = uint64_t{event_loop.ring_entries} * kRingBytesPerEntry;
-  if (event_loop.multishot_recv) {
-    bytes += uint64_t{event_loop.provided_buffers_count} *
-             (event_loop.provided_buffer_size + kBufferRingEntryBytes);
+EventLoopConfig Config::worker_loop() const noexcept {
+  EventLoopConfig loop = event_loop;
+  if (server.protocol == "udp_echo" && loop.provided_buffer_size < kUdpEchoBufferBytes) {
+    loop.provided_buffer_size = kUdpEchoBufferBytes;
+    loop.provided_buffers_count = std::min(loop.provided_buffers_count, kUdpEchoBuffers);
   }
-  bytes += uint64_t{event_loop.registered_buffers_count} * event_loop.registered_buffer_size;
+  return loop;
+}
+
+uint64_t Config::worker_startup_bytes() const noexcept {
+  const EventLoopConfig loop = worker_loop();
+  uint64_t bytes = uint64_t{loop.ring_entries} * kRingBytesPerEntry;
+  if (loop.multishot_recv) {
+    bytes += uint64_t{loop.provided_buffers_count} *
+             (loop.provided_buffer_size + kBufferRingEntryBytes);
+  }
+  bytes += uint64_t{loop.registered_buffers_count} * loop.registered_buffer_size;
   return bytes;
 }
 

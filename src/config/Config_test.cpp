@@ -164,6 +164,7 @@ TEST(Config, ShippedConfigNamesEveryKey) {
                           "shutdown_timeout_ms",
                           "max_output_bytes",
                           "max_request_bytes",
+                          "udp_recv_buffer_bytes",
                           "backend",
                           "ring_entries",
                           "sqpoll",
@@ -215,6 +216,7 @@ tcp_nodelay = no
 shutdown_timeout_ms = 250
 max_output_bytes = 4294967296
 max_request_bytes = 8192
+udp_recv_buffer_bytes = 0
 [event_loop]
 backend = epoll
 ring_entries = 8
@@ -265,6 +267,7 @@ send_timeout_ms = 1
   EXPECT_EQ(s.shutdown_timeout_ms, 250u);
   EXPECT_EQ(s.max_output_bytes, 4294967296u);
   EXPECT_EQ(s.max_request_bytes, 8192u);
+  EXPECT_EQ(s.udp_recv_buffer_bytes, 0u);
   const EventLoopConfig& e = config.event_loop;
   EXPECT_EQ(e.backend, "epoll");
   EXPECT_EQ(e.ring_entries, 8u);
@@ -300,7 +303,7 @@ send_timeout_ms = 1
   EXPECT_EQ(h.keepalive_timeout_ms, 86400000u);
   EXPECT_EQ(h.send_timeout_ms, 1u);
   // Every key differs from its default here, so every key is listed as a change.
-  EXPECT_EQ(Config::changes(Config{}, config).size(), 44u);
+  EXPECT_EQ(Config::changes(Config{}, config).size(), 45u);
 }
 
 TEST(Config, ChangesListEachDifferingKeyWithBothValues) {
@@ -487,9 +490,9 @@ TEST(Config, ErrorsNameFileLineKeyAndProblem) {
        "ucp.conf:2: log.queue_capacity: 15 is out of range [16, 16777216]"},
       // Words.
       {"[server]\nprotocol = ftp\n",
-       "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo or http)"},
+       "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo, http or udp_echo)"},
       {"[server]\nprotocol = HTTP\n",
-       "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo or http)"},
+       "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo, http or udp_echo)"},
       {"[event_loop]\nbackend = uring\n",
        "ucp.conf:2: event_loop.backend: \"uring\" is not a backend (use auto, io_uring or "
        "epoll)"},
@@ -658,6 +661,27 @@ TEST(Config, StartupMemoryFiguresFollowTheSettings) {
   EXPECT_EQ(config.shared_startup_bytes(), 1024u * 132);
   config.log.async = true;  // the queue rounds its capacity up to a power of two
   EXPECT_EQ(config.shared_startup_bytes(), 1024u * 132 + 1024u * 256);
+}
+
+// udp_echo needs a whole datagram per receive buffer: its workers run with 69,632-byte
+// buffers (at most 1,024 of them) unless the configured ones are larger, and the start-up
+// memory says so.
+TEST(Config, UdpEchoWorkersGetBuffersThatHoldAWholeDatagram) {
+  Config config = Config::parse("[server]\nprotocol = udp_echo\n", "ucp.conf");
+  EXPECT_EQ(config.server.udp_recv_buffer_bytes, 4194304u);
+  EventLoopConfig loop = config.worker_loop();
+  EXPECT_EQ(loop.provided_buffer_size, Config::kUdpEchoBufferBytes);
+  EXPECT_EQ(loop.provided_buffers_count, Config::kUdpEchoBuffers);
+  EXPECT_EQ(config.worker_startup_bytes(), 1024u * (69632 + 16) + 4096u * 132);
+  config.event_loop.provided_buffers_count = 64;  // fewer: kept
+  EXPECT_EQ(config.worker_loop().provided_buffers_count, 64u);
+  config.event_loop.provided_buffer_size = 131072;  // larger: kept
+  EXPECT_EQ(config.worker_loop().provided_buffer_size, 131072u);
+  config.server.protocol = "echo";  // the TCP protocols run with the configured buffers
+  config.event_loop.provided_buffer_size = 4096;
+  EXPECT_EQ(config.worker_loop().provided_buffer_size, 4096u);
+  EXPECT_THROW(Config::parse("[server]\nudp_recv_buffer_bytes = 1073741825\n", "ucp.conf"),
+               ConfigError);
 }
 
 TEST(Config, ProvidedBuffersBeyondHalfTheMachineAreRefusedWithTheFigure) {

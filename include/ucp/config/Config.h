@@ -31,7 +31,7 @@ struct ServerConfig {
   uint16_t port = 8888;                 // 0..65535; 0 = any free port (the log line names it)
   uint32_t thread_num = 1;              // 0..1024 worker loops; 0 = one per CPU
   uint32_t read_timeout_ms = 5000;      // 0..86400000 idle read timeout; 0 = none
-  std::string protocol = "echo";        // echo | http
+  std::string protocol = "echo";        // echo | http | udp_echo
   uint32_t max_connections = 100000;    // 1..16777216; beyond it new connections are closed
   uint32_t backlog = 4096;              // 1..65535 listen(2) backlog (kernel caps: somaxconn)
   bool reuse_port = false;              // SO_REUSEPORT on the listening socket
@@ -39,6 +39,7 @@ struct ServerConfig {
   uint32_t shutdown_timeout_ms = 5000;  // 0..3600000 graceful stop deadline after SIGINT/TERM
   uint64_t max_output_bytes = 4194304;  // 1024..4294967296 queued output before the writer waits
   uint32_t max_request_bytes = 65536;   // 1024..16777216 http: largest request head (else 431)
+  uint32_t udp_recv_buffer_bytes = 4194304;  // 0..1073741824 udp_echo: SO_RCVBUF; 0 = kernel's
 
   bool operator==(const ServerConfig&) const = default;
 };
@@ -124,6 +125,16 @@ struct Config {
 
   /// The keys whose values differ from `from` to `to`, in the order of docs/config.md.
   static std::vector<ConfigChange> changes(const Config& from, const Config& to);
+
+  /// udp_echo's receive buffers: one datagram per buffer, so a buffer holds the largest UDP
+  /// payload (65,527 bytes) and its 48-byte header: 17 pages. At most kUdpEchoBuffers of them
+  /// per worker (71 MiB of address space; pages become resident as datagrams touch them).
+  static constexpr uint32_t kUdpEchoBufferBytes = 69632;
+  static constexpr uint32_t kUdpEchoBuffers = 1024;
+  /// The [event_loop] settings the worker loops run with: event_loop as configured, except that
+  /// udp_echo raises provided_buffer_size to kUdpEchoBufferBytes (and caps the count at
+  /// kUdpEchoBuffers) when it is smaller, so that every datagram fits a receive buffer.
+  EventLoopConfig worker_loop() const noexcept;
 
   /// Worker loops the server runs: server.thread_num, or one per CPU when it is 0.
   uint32_t worker_count(const MachineLimits& machine) const noexcept;
