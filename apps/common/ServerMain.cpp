@@ -87,7 +87,7 @@ std::optional<int> ServerMain::setup(int argc, char** argv) {
 }
 
 LoopOptions ServerMain::loop_options() const {
-  const EventLoopConfig& c = config_.event_loop;
+  const EventLoopConfig c = config_.worker_loop();
   LoopOptions options;
   options.backend = c.backend == "io_uring" ? BackendKind::kIoUring
                     : c.backend == "epoll"  ? BackendKind::kEpoll
@@ -124,10 +124,48 @@ ServerOptions ServerMain::server_options() const {
   return options;
 }
 
+namespace {
+
+// A TcpServer seen as a Service.
+class TcpService final : public Service {
+ public:
+  TcpService(TcpServer& server, bool socket_activated)
+      : server_(server), socket_activated_(socket_activated) {}
+  std::string start(std::string* warnings) override { return server_.start(warnings); }
+  void run() override { server_.run(); }
+  void stop() noexcept override { server_.stop(); }
+  void stop_now() noexcept override { server_.stop_now(); }
+  EventLoop& main_loop() noexcept override { return server_.main_loop(); }
+  std::string listening() const override {
+    return server_.local_address().to_string() +
+           (socket_activated_ ? " (socket passed by the service manager)" : "");
+  }
+  std::string describe_loops() const override { return server_.describe_loops(); }
+
+ private:
+  TcpServer& server_;
+  bool socket_activated_;
+};
+
+}  // namespace
+
 int ServerMain::serve(TcpServer& server, std::string_view what) {
   // The server owns the inherited socket from start() on, whatever happens.
   const bool socket_activated = !inherited_.empty();
   if (socket_activated) (void)inherited_.front().release();
+  TcpService service(server, socket_activated);
+  return run_service(service, what);
+}
+
+int ServerMain::serve(Service& service, std::string_view what) {
+  if (!inherited_.empty()) {
+    return usage_error("the service manager passed a TCP listening socket; " + std::string(what) +
+                       " binds server.ip:server.port itself (remove the .socket unit)");
+  }
+  return run_service(service, what);
+}
+
+int ServerMain::run_service(Service& server, std::string_view what) {
   // Until the main loop runs, a thread of its own reads the signals.
   StartupSignalWatch startup_signals(signal_fd_.get());
   LOG_INFO("{} (UCP {}) starting, config {}", program_, UCP_VERSION_STRING, config_path_);
@@ -154,8 +192,7 @@ int ServerMain::serve(TcpServer& server, std::string_view what) {
   LOG_INFO("{} ({}) {}", config_.server.name, what, server.describe_loops());
   ConfigReloader reloader(config_path_, overrides_, config_);
   server.main_loop().spawn(watch_signals(server, signal_fd_.get(), reloader));
-  LOG_INFO("listening on {}{}", server.local_address().to_string(),
-           socket_activated ? " (socket passed by the service manager)" : "");
+  LOG_INFO("listening on {}", server.listening());
   server.run();
   LOG_INFO("stopped cleanly");
   Logger::shutdown();

@@ -37,6 +37,23 @@
 
 namespace ucp::app {
 
+/// A server ServerMain::serve can run other than a TcpServer (proactor_test's udp_echo): the
+/// same life cycle. start() on the main thread, run() there until stop(); stop() and
+/// stop_now() from the main loop (the signal watcher runs there).
+class Service {
+ public:
+  virtual ~Service() = default;
+  /// "" or one line saying what failed; optional features the machine lacks go to `warnings`.
+  virtual std::string start(std::string* warnings) = 0;
+  virtual void run() = 0;
+  virtual void stop() noexcept = 0;
+  virtual void stop_now() noexcept = 0;
+  virtual EventLoop& main_loop() noexcept = 0;
+  /// What the "listening on" line names: "127.0.0.1:8888 (udp)".
+  virtual std::string listening() const = 0;
+  virtual std::string describe_loops() const = 0;
+};
+
 class ServerMain {
  public:
   explicit ServerMain(std::string program);
@@ -65,6 +82,9 @@ class ServerMain {
   /// Returns the exit code: 0, or 1 when the server could not start. `what` names the service
   /// in the start-up log line.
   int serve(TcpServer& server, std::string_view what);
+  /// The same for another kind of server. A socket passed by a service manager is refused
+  /// (exit 2): it is a TCP listener.
+  int serve(Service& service, std::string_view what);
 
   /// For a configuration error found after setup (a bad value only this program checks):
   /// prints "<program>: <what>" and returns 2.
@@ -72,6 +92,7 @@ class ServerMain {
 
  private:
   static int report_uncaught(const std::exception& error) noexcept;
+  int run_service(Service& service, std::string_view what);
 
   std::string program_;
   std::string config_path_ = "config/ucp.conf";

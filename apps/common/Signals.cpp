@@ -15,6 +15,8 @@
 #include "ucp/io/Operations.h"
 #include "ucp/log/Logger.h"
 
+#include "ServerMain.h"
+
 namespace ucp::app {
 
 sigset_t handled_signals() {
@@ -71,7 +73,7 @@ void ConfigReloader::reload() {
   }
 }
 
-Task<> watch_signals(TcpServer& server, int signal_fd, ConfigReloader& reloader) {
+Task<> watch_signals(Service& server, int signal_fd, ConfigReloader& reloader) {
   bool stopping = false;
   for (;;) {
     signalfd_siginfo info{};

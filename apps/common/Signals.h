@@ -28,6 +28,8 @@
 
 namespace ucp::app {
 
+class Service;
+
 /// The signals read from the signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2.
 sigset_t handled_signals();
 
@@ -59,8 +61,8 @@ class ConfigReloader {
 };
 
 /// Reads the signalfd on the server's main loop until the loop stops, and acts on each
-/// signal as the table above says.
-Task<> watch_signals(TcpServer& server, int signal_fd, ConfigReloader& reloader);
+/// signal as the table above says (ServerMain.h: Service).
+Task<> watch_signals(Service& server, int signal_fd, ConfigReloader& reloader);
 
 /// Reads the signalfd on its own thread while the server starts. A stop signal ends the
 /// process at once with exit 0: nothing is served yet, so there is nothing to drain, and

@@ -662,8 +662,8 @@ uint64_t Config::worker_startup_bytes() const noexcept {
   const EventLoopConfig loop = worker_loop();
   uint64_t bytes = uint64_t{loop.ring_entries} * kRingBytesPerEntry;
   if (loop.multishot_recv) {
-    bytes += uint64_t{loop.provided_buffers_count} *
-             (loop.provided_buffer_size + kBufferRingEntryBytes);
+    bytes +=
+        uint64_t{loop.provided_buffers_count} * (loop.provided_buffer_size + kBufferRingEntryBytes);
   }
   bytes += uint64_t{loop.registered_buffers_count} * loop.registered_buffer_size;
   return bytes;

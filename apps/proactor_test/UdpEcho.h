@@ -1,0 +1,61 @@
+#pragma once
+// UdpEchoServer: proactor_test's protocol = udp_echo. Every datagram arriving on
+// server.ip:server.port goes back to its sender unchanged (0 to 65,507 bytes over IPv4, 65,527
+// over IPv6).
+//
+// One UDP socket per worker loop, all bound to the port with SO_REUSEPORT (the kernel spreads
+// the senders by their address; one sender always reaches the same worker), each with
+// server.udp_recv_buffer_bytes of SO_RCVBUF. A worker's echo takes every datagram that has
+// arrived in one receive_batch() (lent from the loop's receive buffers, no copy) and sends them
+// all back in one send_batch() from the same buffers. docs/benchmarks.md has the measurements
+// behind the choice of one socket per worker.
+//
+// The main loop only reads signals. Thread contract: as Service (ServerMain.h).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ucp/config/Config.h"
+#include "ucp/coro/Task.h"
+#include "ucp/io/EventLoop.h"
+#include "ucp/net/EventLoopThreadPool.h"
+#include "ucp/net/InetAddress.h"
+#include "ucp/net/UdpSocket.h"
+
+#include "ServerMain.h"
+
+namespace ucp::app {
+
+/// Echoes datagrams on `socket` until it is closed.
+Task<> udp_echo(UdpSocket& socket);
+
+class UdpEchoServer final : public Service {
+ public:
+  UdpEchoServer(const ServerConfig& config, const LoopOptions& loop_options);
+  ~UdpEchoServer() override;
+
+  std::string start(std::string* warnings) override;
+  void run() override;
+  void stop() noexcept override;
+  void stop_now() noexcept override { stop(); }  // nothing to drain: a datagram is sent or not
+  EventLoop& main_loop() noexcept override { return *main_loop_; }
+  std::string listening() const override { return local_.to_string() + " (udp)"; }
+  std::string describe_loops() const override;
+
+ private:
+  std::string bind_all(const InetAddress& address, std::string* warnings);
+  void close_all() noexcept;
+
+  ServerConfig config_;
+  LoopOptions loop_options_;
+  std::unique_ptr<EventLoop> main_loop_;
+  std::unique_ptr<EventLoopThreadPool> pool_;
+  std::vector<std::unique_ptr<UdpSocket>> sockets_;  // sockets_[i] lives on worker i
+  InetAddress local_;
+  bool multishot_ = false;
+  uint32_t receive_buffer_bytes_ = 0;
+  bool closing_ = false;
+};
+
+}  // namespace ucp::app
