@@ -119,6 +119,7 @@ ServerOptions ServerMain::server_options() const {
   options.shutdown_timeout_ms = c.shutdown_timeout_ms;
   options.msg_ring_handoff = config_.event_loop.msg_ring_handoff;  // kept in [event_loop]
   options.max_output_bytes = c.max_output_bytes;
+  options.write_timeout_ms = c.write_timeout_ms;
   // The server takes the inherited socket over; asking twice would hand it out twice.
   if (!inherited_.empty()) options.listen_fd = inherited_.front().get();
   return options;

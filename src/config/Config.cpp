@@ -232,6 +232,8 @@ const std::vector<Key>& keys() {
        shown(kServer, &S::shutdown_timeout_ms)},
       {"server", "max_output_bytes", unsigned_key(kServer, &S::max_output_bytes, 1024, 4294967296),
        shown(kServer, &S::max_output_bytes)},
+      {"server", "write_timeout_ms", unsigned_key(kServer, &S::write_timeout_ms, 0, 86400000),
+       shown(kServer, &S::write_timeout_ms)},
       {"server", "max_request_bytes", unsigned_key(kServer, &S::max_request_bytes, 1024, 16777216),
        shown(kServer, &S::max_request_bytes)},
       {"server", "udp_recv_buffer_bytes",

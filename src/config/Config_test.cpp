@@ -163,6 +163,7 @@ TEST(Config, ShippedConfigNamesEveryKey) {
                           "tcp_nodelay",
                           "shutdown_timeout_ms",
                           "max_output_bytes",
+                          "write_timeout_ms",
                           "max_request_bytes",
                           "udp_recv_buffer_bytes",
                           "backend",
@@ -215,6 +216,7 @@ reuse_port = yes
 tcp_nodelay = no
 shutdown_timeout_ms = 250
 max_output_bytes = 4294967296
+write_timeout_ms = 86400000
 max_request_bytes = 8192
 udp_recv_buffer_bytes = 0
 [event_loop]
@@ -266,6 +268,7 @@ send_timeout_ms = 1
   EXPECT_FALSE(s.tcp_nodelay);
   EXPECT_EQ(s.shutdown_timeout_ms, 250u);
   EXPECT_EQ(s.max_output_bytes, 4294967296u);
+  EXPECT_EQ(s.write_timeout_ms, 86400000u);
   EXPECT_EQ(s.max_request_bytes, 8192u);
   EXPECT_EQ(s.udp_recv_buffer_bytes, 0u);
   const EventLoopConfig& e = config.event_loop;
@@ -303,7 +306,7 @@ send_timeout_ms = 1
   EXPECT_EQ(h.keepalive_timeout_ms, 86400000u);
   EXPECT_EQ(h.send_timeout_ms, 1u);
   // Every key differs from its default here, so every key is listed as a change.
-  EXPECT_EQ(Config::changes(Config{}, config).size(), 45u);
+  EXPECT_EQ(Config::changes(Config{}, config).size(), 46u);
 }
 
 TEST(Config, ChangesListEachDifferingKeyWithBothValues) {

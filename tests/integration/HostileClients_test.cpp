@@ -484,6 +484,39 @@ TEST_P(HostileClients, ConnectionChurnLeaksNeitherFdsNorMemory) {
 }
 
 // -------------------------------------------------------------------------------------------
+// A client that stops reading and just holds its connection: server.write_timeout_ms closes it
+// once the peer has taken no byte for that long (the echo handler's write_all fails with
+// timed_out), whatever the read timeout says.
+
+TEST_P(HostileClients, PeerThatStopsReadingIsClosedAfterTheWriteTimeout) {
+  ServerProcess server(on_backend({"server.write_timeout_ms=300", "server.read_timeout_ms=0"}));
+  UCP_START_SERVER(server);
+  auto hog = connect_loopback(server.port());
+  ASSERT_TRUE(hog) << hog.error().message();
+  set_receive_buffer(hog->get(), 16384);
+  // Send until neither socket buffer takes more (no progress for 1 s), never reading.
+  std::vector<char> chunk(256 * 1024);
+  fill_pattern(chunk, 7);
+  uint64_t sent = 0;
+  const Deadline filling(30000);
+  while (!filling.expired()) {
+    pollfd p{hog->get(), POLLOUT | POLLRDHUP, 0};
+    if (::poll(&p, 1, 1000) <= 0 || (p.revents & POLLOUT) == 0) break;
+    const ssize_t w = ::send(hog->get(), chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (w < 0 && errno != EAGAIN) break;  // already closed: checked below
+    if (w > 0) sent += static_cast<uint64_t>(w);
+  }
+  report("write_timeout_sent_before_stall_bytes", static_cast<int64_t>(sent));
+  ASSERT_GT(sent, 0u);
+  // The server hangs up (FIN, or RST for the bytes it never read); the client reads nothing.
+  pollfd p{hog->get(), POLLRDHUP, 0};
+  ASSERT_EQ(::poll(&p, 1, 20000), 1) << "the stalled connection was not closed within 20 s";
+  EXPECT_NE(p.revents & (POLLRDHUP | POLLHUP | POLLERR), 0);
+  EXPECT_TRUE(served(server.port()));
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// -------------------------------------------------------------------------------------------
 // Peers that vanish while the server writes to them: SIGPIPE must never kill it.
 
 TEST_P(HostileClients, ResetAndCloseWhileServerWritesNeverKillIt) {

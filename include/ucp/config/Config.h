@@ -38,6 +38,7 @@ struct ServerConfig {
   bool tcp_nodelay = true;              // TCP_NODELAY on accepted sockets
   uint32_t shutdown_timeout_ms = 5000;  // 0..3600000 graceful stop deadline after SIGINT/TERM
   uint64_t max_output_bytes = 4194304;  // 1024..4294967296 queued output before the writer waits
+  uint32_t write_timeout_ms = 60000;    // 0..86400000 peer takes no output this long; 0 = none
   uint32_t max_request_bytes = 65536;   // 1024..16777216 http: largest request head (else 431)
   uint32_t udp_recv_buffer_bytes = 4194304;  // 0..1073741824 udp_echo: SO_RCVBUF; 0 = kernel's
 
