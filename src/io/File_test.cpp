@@ -5,11 +5,13 @@
 
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "ucp/memory/AlignedBuffer.h"
@@ -137,6 +139,44 @@ TEST_P(FileTest, ReadsAreShortAtTheEndOfTheFileAndReadExactStopsThere) {
   EXPECT_EQ(*o.past_end, 0u);
   EXPECT_EQ(*o.exact, data.size());
   EXPECT_TRUE(o.exact_bytes == data);
+}
+
+// A write that meets the file size limit (RLIMIT_FSIZE) is short: write() says how much went in,
+// write_all() goes on and then reports file_too_large as a value, and the bytes that fit are
+// in the file. The limit is the process's, so io_uring's workers and epoll's file threads obey
+// it too; SIGXFSZ is ignored for the test, as a server would.
+TEST_P(FileTest, ShortWritesAtTheSizeLimitAreCountedAndTheRestIsAnError) {
+  constexpr rlim_t kLimit = 50000;
+  const std::string data = pattern(100000, 4);
+  struct Outcome {
+    Result<size_t> straddling = 0;
+    Result<void> all;
+    std::string back;
+  } o;
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+  if (before.rlim_cur != RLIM_INFINITY && before.rlim_cur < kLimit) GTEST_SKIP() << "low limit";
+  auto* previous_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit limited{kLimit, before.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  run([](EventLoop& l, std::string p, const std::string& d, Outcome& out) -> Task<> {
+    auto file = co_await File::open(l, p, O_CREAT | O_RDWR | O_TRUNC);
+    if (!file) co_return;
+    out.straddling = co_await file->write(bytes_of(d).subspan(0, 20000), 40000);
+    out.all = co_await file->write_all(bytes_of(d), 0);
+    std::vector<std::byte> buffer(d.size());
+    auto n = co_await file->read_exact(buffer, 0);
+    if (n) out.back = text_of(std::span(buffer.data(), *n));
+    (void)co_await file->close();
+  }(*loop_, path("limited"), data, o));
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  ::signal(SIGXFSZ, previous_handler);
+  ASSERT_TRUE(o.straddling) << o.straddling.error().message();
+  EXPECT_EQ(*o.straddling, kLimit - 40000);
+  ASSERT_FALSE(o.all);
+  EXPECT_EQ(o.all.error(), std::errc::file_too_large);
+  EXPECT_EQ(o.back.size(), kLimit);
+  EXPECT_TRUE(o.back == data.substr(0, kLimit));
 }
 
 TEST_P(FileTest, OpenFailuresAreErrorValues) {

@@ -119,6 +119,7 @@ std::coroutine_handle<> MultishotRecvMsg::on_receive(IoContext& context, int32_t
     }
   } else if (res == -ENOBUFS) {
     self->pool_dry_ = true;  // the loop's buffers ran out; not an error of this socket
+    ++self->dry_runs_;
   } else if (res == -ECANCELED && (self->state_ == State::kPausing || self->stopped_)) {
     // Our own pause or stop: not news for the reader.
   } else if (res < 0) {

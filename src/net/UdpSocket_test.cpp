@@ -6,6 +6,7 @@
 #include "ucp/net/UdpSocket.h"
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -71,11 +72,11 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 // An echo server on its own loop thread.
 class EchoServer {
  public:
-  EchoServer(const Param& param, const std::string& ip) {
+  EchoServer(const Param& param, const std::string& ip, uint32_t loop_buffers = 256) {
     LoopOptions options;
     options.backend = param.backend;
     options.ring_entries = 1024;
-    options.provided_buffers_count = 256;
+    options.provided_buffers_count = loop_buffers;
     // Room for the largest datagram, or not (then each receive is one recvmsg).
     options.provided_buffer_size = param.receive == Receive::kLoopBuffers ? 69632 : 4096;
     auto loop = EventLoop::create(options);
@@ -109,6 +110,13 @@ class EchoServer {
   }
   bool ok() const { return thread_.joinable(); }
   uint16_t port() const { return port_; }
+  /// The socket's loop_buffers_ran_out(), read on its loop; -1 when the loop did not answer.
+  int64_t loop_buffers_ran_out() {
+    std::atomic<int64_t> value{-1};
+    loop_->post([&] { value = static_cast<int64_t>(socket_->loop_buffers_ran_out()); });
+    for (int i = 0; i < 1000 && value < 0; ++i) std::this_thread::sleep_for(5ms);
+    return value;
+  }
 
  private:
   std::unique_ptr<EventLoop> loop_;
@@ -217,9 +225,7 @@ TEST_P(UdpEcho, EchoesOverIpv6UpToItsLargestDatagram) {
 // Many datagrams at once, faster than the echo drains them: UDP may drop some under overload
 // (counted and reported), but every echo that arrives is whole and unchanged, none arrives
 // twice, and the server still answers afterwards.
-TEST_P(UdpEcho, FloodLosesDatagramsOnlyWholeAndKeepsServing) {
-  EchoServer server(GetParam(), "127.0.0.1");
-  ASSERT_TRUE(server.ok());
+void flood(const EchoServer& server) {
   Client client("127.0.0.1", server.port());
   constexpr uint32_t kDatagrams = 20000;
   std::vector<char> datagram(1400);
@@ -258,13 +264,32 @@ TEST_P(UdpEcho, FloodLosesDatagramsOnlyWholeAndKeepsServing) {
   const size_t lost = kDatagrams - received;
   std::printf("flood: %u sent, %zu echoed, %zu lost (%.1f%%)\n", kDatagrams, received, lost,
               100.0 * static_cast<double>(lost) / kDatagrams);
-  RecordProperty("lost", static_cast<int>(lost));
+  ::testing::Test::RecordProperty("lost", static_cast<int>(lost));
   EXPECT_EQ(corrupted, 0u);
   EXPECT_EQ(duplicated, 0u);
   EXPECT_GT(received, 0u);
   timeval normal{2, 0};
   ::setsockopt(client.fd.get(), SOL_SOCKET, SO_RCVTIMEO, &normal, sizeof normal);
   EXPECT_EQ(round_trip(client, {0, 100, 65507}), "");
+}
+
+TEST_P(UdpEcho, FloodLosesDatagramsOnlyWholeAndKeepsServing) {
+  EchoServer server(GetParam(), "127.0.0.1");
+  ASSERT_TRUE(server.ok());
+  flood(server);
+}
+
+// Four loop buffers for a flood of 20,000: the buffers run out (io_uring ends the multishot
+// receive with ENOBUFS; epoll's recvmmsg finds none free) while the echo still holds them, and
+// the socket goes on through the pool and re-arms; nothing grows, nothing is corrupted.
+TEST_P(UdpEcho, FloodWithFourLoopBuffersRunsThemDryAndRecovers) {
+  if (GetParam().receive != Receive::kLoopBuffers) GTEST_SKIP() << "no loop buffers used";
+  EchoServer server(GetParam(), "127.0.0.1", /*loop_buffers=*/4);
+  ASSERT_TRUE(server.ok());
+  flood(server);
+  const int64_t ran_out = server.loop_buffers_ran_out();
+  std::printf("loop buffers ran out %lld times\n", static_cast<long long>(ran_out));
+  EXPECT_GT(ran_out, 0);
 }
 
 // ---- the socket's own API, in one loop ----
@@ -412,6 +437,98 @@ TEST_P(UdpSocketApi, ReceiveBufferIsWhatWasAskedOrWhatTheKernelAllows) {
     EXPECT_LE((*s)->receive_buffer_bytes(), 1u << 20);
     co_await (*s)->close();
   }(*loop_));
+}
+
+// A datagram longer than the room is cut and flagged, on both receive paths, and the socket
+// receives whole ones after it.
+TEST_P(UdpSocketApi, LongerDatagramsAreCutAndFlaggedNeverTakenForWholeOnes) {
+  struct Outcome {
+    bool multishot[2] = {};
+    std::vector<std::pair<size_t, bool>> got[2];
+    uint64_t truncated[2] = {};
+  } o;
+  // 2,048-byte loop buffers: room for 1,500 (multishot); a 4,000 maximum does not fit, so that
+  // socket receives into 4,000-byte pool blocks one recvmsg at a time.
+  LoopOptions options;
+  options.backend = GetParam();
+  options.provided_buffers_count = 16;
+  options.provided_buffer_size = 2048;
+  auto small = EventLoop::create(options);
+  ASSERT_TRUE(small) << small.error().message();
+  loop_ = std::move(*small);
+  run([](EventLoop& l, Outcome& out) -> Task<> {
+    const uint32_t maxima[2] = {1500, 4000};
+    for (int k = 0; k < 2; ++k) {
+      UdpOptions udp;
+      udp.max_datagram_bytes = maxima[k];
+      auto receiver = UdpSocket::bind(l, *InetAddress::parse("127.0.0.1", 0), udp);
+      auto sender = UdpSocket::bind(l, *InetAddress::parse("127.0.0.1", 0));
+      EXPECT_TRUE(receiver && sender);
+      if (!receiver || !sender) co_return;
+      out.multishot[k] = (*receiver)->multishot();
+      std::vector<std::byte> payload(9000, std::byte{0x5A});
+      for (size_t size : {size_t{100}, size_t{9000}, size_t{10}}) {
+        (void)co_await (*sender)->send_to(std::span(payload.data(), size),
+                                          (*receiver)->local_address());
+        std::array<io::ReceivedDatagram, 1> batch;
+        auto n = co_await (*receiver)->receive_batch(batch);
+        EXPECT_TRUE(n && *n == 1);
+        if (!n) co_return;
+        out.got[k].emplace_back(batch[0].data.size(), batch[0].truncated);
+      }
+      out.truncated[k] = (*receiver)->truncated();
+      co_await (*receiver)->close();
+      co_await (*sender)->close();
+    }
+  }(*loop_, o));
+  EXPECT_TRUE(o.multishot[0]);
+  EXPECT_FALSE(o.multishot[1]);
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE(k == 0 ? "loop buffers" : "one recvmsg into a pool block");
+    ASSERT_EQ(o.got[k].size(), 3u);
+    EXPECT_EQ(o.got[k][0], std::make_pair(size_t{100}, false));
+    EXPECT_TRUE(o.got[k][1].second);
+    EXPECT_LT(o.got[k][1].first, 9000u);
+    EXPECT_EQ(o.got[k][2], std::make_pair(size_t{10}, false));
+    EXPECT_EQ(o.truncated[k], 1u);
+  }
+}
+
+// A datagram too large for IPv4 is refused with message_size as a value; in a batch it is lost
+// alone (counted), and the others go out.
+TEST_P(UdpSocketApi, OversizedDatagramIsAnErrorValueAndLostAloneInABatch) {
+  struct Outcome {
+    Result<size_t> single = 0, batch = 0;
+    uint64_t send_failures = 0;
+    std::vector<size_t> received;
+  } o;
+  run([](EventLoop& l, Outcome& out) -> Task<> {
+    auto a = UdpSocket::bind(l, *InetAddress::parse("127.0.0.1", 0));
+    auto b = UdpSocket::bind(l, *InetAddress::parse("127.0.0.1", 0));
+    if (!a || !b) co_return;
+    std::vector<std::byte> big(io::kMaxUdpPayloadIpv4 + 1, std::byte{1});
+    out.single = co_await (*a)->send_to(big, (*b)->local_address());
+    const InetAddress& to = (*b)->local_address();
+    std::array<OutgoingDatagram, 3> batch = {
+        OutgoingDatagram(std::span<const std::byte>(big).first(7), to),
+        OutgoingDatagram(std::span<const std::byte>(big), to),
+        OutgoingDatagram(std::span<const std::byte>(big).first(9), to)};
+    out.batch = co_await (*a)->send_batch(batch);
+    out.send_failures = (*a)->send_failures();
+    std::array<std::byte, 64> buffer;
+    for (int i = 0; i < 2; ++i) {
+      auto got = co_await (*b)->recv_from(buffer);
+      if (got) out.received.push_back(got->size);
+    }
+    co_await (*a)->close();
+    co_await (*b)->close();
+  }(*loop_, o));
+  ASSERT_FALSE(o.single);
+  EXPECT_EQ(o.single.error(), std::errc::message_size);
+  ASSERT_TRUE(o.batch) << o.batch.error().message();
+  EXPECT_EQ(*o.batch, 2u);
+  EXPECT_EQ(o.send_failures, 1u);
+  EXPECT_EQ(o.received, (std::vector<size_t>{7, 9}));
 }
 
 }  // namespace

@@ -81,6 +81,8 @@ class MultishotRecvMsg {
   uint64_t pauses() const noexcept { return pauses_; }
   /// Datagrams that arrived cut (MSG_TRUNC) so far.
   uint64_t truncated() const noexcept { return truncated_; }
+  /// Times the loop's buffers ran out under this receive (each: one recvmsg into a pool block).
+  uint64_t dry_runs() const noexcept { return dry_runs_; }
 
   /// Hands the oldest datagram over. Requires has_data().
   ReceivedDatagram pop() noexcept;
@@ -125,6 +127,7 @@ class MultishotRecvMsg {
   void (*on_idle_)(void*) noexcept = nullptr;
   uint64_t pauses_ = 0;
   uint64_t truncated_ = 0;
+  uint64_t dry_runs_ = 0;
   int32_t error_ = 0;
   State state_ = State::kIdle;
   bool pool_dry_ = false;

@@ -131,6 +131,9 @@ class UdpSocket {
   /// Receives come from the loop's receive buffers (see the file comment).
   bool multishot() const noexcept { return stream_ != nullptr; }
   uint64_t truncated() const noexcept;
+  /// Times the loop's receive buffers ran out under this socket (it then received one datagram
+  /// into a pool block and went on); 0 without loop buffers.
+  uint64_t loop_buffers_ran_out() const noexcept { return stream_ ? stream_->dry_runs() : 0; }
   uint64_t send_failures() const noexcept { return send_failures_; }
   int fd() const noexcept { return fd_.get(); }
   EventLoop& loop() const noexcept { return loop_; }
