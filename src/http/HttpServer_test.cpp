@@ -484,6 +484,17 @@ TEST(HttpServer, SendsFilesInBoundedPieces) {
   EXPECT_TRUE(whole.body == content);
   auto small = ask(fd->get(), "GET /file/5/100 HTTP/1.1\r\nHost: a\r\n\r\n", pending);
   EXPECT_EQ(small.body, content.substr(5, 100));
+  // Large (the send-file operation) and small (read and queued) pipelined in one write, at
+  // odd offsets: each answer whole and in order.
+  ASSERT_TRUE(send_text(fd->get(),
+                        "GET /file/12345/1000000 HTTP/1.1\r\nHost: a\r\n\r\n"
+                        "GET /file/7/70000 HTTP/1.1\r\nHost: a\r\n\r\n"
+                        "GET /file/3/3 HTTP/1.1\r\nHost: a\r\n\r\n"));
+  for (auto [from, length] : {std::pair<size_t, size_t>{12345, 1000000}, {7, 70000}, {3, 3}}) {
+    auto reply = read_response(fd->get(), pending, 5000, false);
+    ASSERT_TRUE(reply) << reply.error().message();
+    EXPECT_TRUE(reply->body == content.substr(from, length)) << from << "+" << length;
+  }
   // A file shorter than announced: the connection closes instead of hanging.
   auto cut =
       ask(fd->get(),
@@ -491,6 +502,75 @@ TEST(HttpServer, SendsFilesInBoundedPieces) {
           pending, true);
   EXPECT_EQ(cut.header("content-length"), "100");
   EXPECT_TRUE(closed_by_server(fd->get()));
+  // The same through the send-file operation (a large body).
+  auto again = connect_loopback(s.port());
+  ASSERT_TRUE(again);
+  pending.clear();
+  const size_t late = content.size() - 100000;
+  auto large_cut =
+      ask(again->get(), "GET /file/" + std::to_string(late) + "/300000 HTTP/1.1\r\nHost: a\r\n\r\n",
+          pending, true);
+  EXPECT_EQ(large_cut.header("content-length"), "300000");
+  EXPECT_TRUE(closed_by_server(again->get()));
+  std::filesystem::remove(path);
+}
+
+// A large file goes out through the send-file operation, which the send timeout bounds too: a
+// client that stops reading is closed, one that reads slowly but steadily gets every byte.
+TEST(HttpServer, SendTimeoutBoundsLargeFilesButNotASteadyReader) {
+  const std::string path = testing::TempDir() + "ucp_http_slow_" + std::to_string(::getpid());
+  std::string content(8 * 1024 * 1024, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>('A' + i % 29);
+  std::ofstream(path, std::ios::binary) << content;
+  HttpOptions http;
+  http.send_timeout_ms = 200;
+  TestServer s(
+      [&path](HttpServer& server) {
+        server.router().get("/big/{length}", [&path](Request& req, Response& res) -> Task<> {
+          res.set_file(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), 0,
+                       std::stoull(std::string(req.param("length"))));
+          co_return;
+        });
+      },
+      http);
+  {
+    auto stalled = connect_loopback(s.port());
+    ASSERT_TRUE(stalled);
+    test::set_receive_buffer(stalled->get(), 16 * 1024);
+    ASSERT_TRUE(send_text(stalled->get(), "GET /big/8388608 HTTP/1.1\r\nHost: a\r\n\r\n"));
+    // The server gives up (its connection ends) while this client reads nothing; what was
+    // already in the socket buffers then arrives, and the close, short of the whole file.
+    auto open_connections = [&s] {
+      uint64_t open = 0;
+      for (const WorkerStats& w : s.server().stats()) open += w.connections_open;
+      return open;
+    };
+    for (int i = 0; i < 500 && open_connections() == 0; ++i) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < 1000 && open_connections() > 0; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(open_connections(), 0u) << "a client that reads nothing was not closed in 10 s";
+    auto rest = test::drain_until_closed(stalled->get(), 10000);
+    ASSERT_TRUE(rest) << rest.error().message();
+    EXPECT_LT(*rest, content.size());
+  }
+  auto steady = connect_loopback(s.port());
+  ASSERT_TRUE(steady);
+  test::set_receive_buffer(steady->get(), 64 * 1024);
+  ASSERT_TRUE(send_text(steady->get(), "GET /big/8388608 HTTP/1.1\r\nHost: a\r\n\r\n"));
+  // At most 64 KiB every 10 ms: over a second in all (more than the server's socket buffer
+  // can take at once), several send-timeout windows, none without progress.
+  constexpr size_t kSteady = 8388608;
+  std::string all;
+  std::vector<char> buffer(64 * 1024);
+  for (int i = 0; i < 5000 && all.size() < kSteady + 200; ++i) {
+    std::this_thread::sleep_for(10ms);
+    auto n = test::recv_some(steady->get(), buffer, 5000);
+    if (!n || *n == 0) break;
+    all.append(buffer.data(), *n);
+  }
+  const size_t body_at = all.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos);
+  EXPECT_EQ(all.size() - body_at - 4, kSteady);
+  EXPECT_TRUE(all.substr(body_at + 4) == content.substr(0, kSteady));
   std::filesystem::remove(path);
 }
 

@@ -150,10 +150,12 @@ class Connection {
     if (wait_for_kernel) return tcp_.write_all(data);
     return tcp_.write(data);
   }
-  /// FILE SENDER: the one function that moves file bytes to the socket (bounded reads
-  /// through the ring, then sends). A splice/sendfile operation on the ring replaces its
-  /// body, nothing else.
+  /// FILE SENDER: the one function that moves file bytes to the socket: small files by
+  /// bounded reads through the ring, then sends; large ones by send_file_direct.
   Task<Result<void>> send_file(int fd, uint64_t offset, uint64_t length);
+  /// Through io::send_file (splice on io_uring, sendfile(2) on epoll), bounded by the send
+  /// timeout per window without progress.
+  Task<Result<void>> send_file_direct(int fd, uint64_t offset, uint64_t length);
 
   // For Response::write (streams).
   Session& session() noexcept { return *session_; }

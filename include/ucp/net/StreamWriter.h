@@ -111,6 +111,24 @@ class StreamWriter {
     StreamWriter& writer_;
   };
   FlushAwaiter close_and_flush() noexcept;
+  /// Resumes once every byte written so far is in the kernel (nothing queued, no send in
+  /// flight), or the output failed: then with its error. The connection stays open; what
+  /// comes next may bypass the queue (a file sent straight from the page cache).
+  class SentAwaiter {
+   public:
+    explicit SentAwaiter(StreamWriter& writer) noexcept : flush_(writer), writer_(writer) {}
+    bool await_ready() const noexcept { return flush_.await_ready(); }
+    void await_suspend(std::coroutine_handle<> caller) noexcept { flush_.await_suspend(caller); }
+    Result<void> await_resume() const noexcept {
+      if (writer_.error_) return Unexpected{writer_.error_};
+      return {};
+    }
+
+   private:
+    FlushAwaiter flush_;
+    StreamWriter& writer_;
+  };
+  SentAwaiter all_sent() noexcept { return SentAwaiter(*this); }
   /// Cancels the send in flight (its completion fails the output).
   void cancel_send() noexcept { send_.cancel(); }
   /// With nothing in flight: drops what is left, handing borrowed memory back to its writers.

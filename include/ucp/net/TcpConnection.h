@@ -73,6 +73,10 @@ class TcpConnection {
     return writer_.write(std::as_bytes(data));
   }
 
+  /// Resumes once everything written so far is in the kernel (or the output failed: its
+  /// error), e.g. before bytes go to the socket another way (io::send_file).
+  StreamWriter::SentAwaiter all_sent() noexcept { return writer_.all_sent(); }
+
   /// Half-close: sends FIN once the queued output is sent; reading stays possible. Later
   /// writes fail with broken_pipe.
   void shutdown_write() noexcept { writer_.shutdown_write(); }

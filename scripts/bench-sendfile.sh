@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Static files through bin/http_server against nginx with `sendfile on`: a 4 KiB file at 100 and
+# 1,000 connections and a 1 MiB file at 10 connections, wrk -t1 on its own CPU, the server
+# pinned to another. The figure is requests per server-CPU-second (utime + stime of the server's
+# process, its io-wq workers included, from /proc/PID/stat over the run) and, for the 1 MiB file,
+# bytes per server-CPU-second. Servers alternate within each round; medians over the rounds and
+# the ratios to nginx per round, medians of those.
+#
+#   scripts/bench-sendfile.sh                       # 3 rounds of 5 s per server and workload
+#   ROUNDS=5 DURATION=10 SERVERS="ucp nginx" scripts/bench-sendfile.sh
+#
+# SERVERS names what runs: ucp (bin/http_server as built), nginx, and any NAME=ENV=VALUE, which
+# runs bin/http_server with that environment variable (for A/B runs of one binary).
+# Environment: ROUNDS [3], DURATION [5] s, SERVERS ["ucp nginx"], SERVER_CPUS [0], CLIENT_CPUS
+# [1], NICE [-10 as root, else 0], UCP_BIN_DIR [bin], NGINX [/usr/sbin/nginx], WRK [wrk].
+# Needs bin/http_server, wrk and nginx (scripts/install-deps.sh bench). Run it on an otherwise
+# idle machine: other load makes the numbers noise.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BIN=${UCP_BIN_DIR:-bin}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5}
+SERVERS=${SERVERS:-ucp nginx}
+SERVER_CPUS=${SERVER_CPUS:-0}
+CLIENT_CPUS=${CLIENT_CPUS:-1}
+NGINX=${NGINX:-/usr/sbin/nginx}
+WRK=${WRK:-wrk}
+if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
+WORKLOADS=${WORKLOADS:-"4k.bin:100 4k.bin:1000 1m.bin:10"}
+
+die() {
+  echo "bench-sendfile: $*" >&2
+  exit 1
+}
+[ -x "$BIN/http_server" ] || die "$BIN/http_server not found (cmake --build build/release --target http_server)"
+command -v "$WRK" >/dev/null || die "wrk not found (scripts/install-deps.sh bench)"
+command -v taskset >/dev/null || die "taskset not found (util-linux)"
+command -v python3 >/dev/null || die "python3 not found"
+case " $SERVERS " in *" nginx "*) [ -x "$NGINX" ] || die "nginx not found ($NGINX)" ;; esac
+
+# pinned CPUS CMD...: as benchmark.sh (own session, so that the nice level holds under
+# autogroup scheduling). Call it in a subshell: it execs.
+pinned() {
+  local cpus=$1
+  shift
+  if [ "$NICE" != 0 ]; then
+    exec setsid sh -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec "$@"' "$NICE" \
+      nice -n "$NICE" taskset -c "$cpus" "$@"
+  else
+    exec taskset -c "$cpus" "$@"
+  fi
+}
+
+WORK=$(mktemp -d)
+SERVER_PID=
+stop_server() {
+  if [ -n "$SERVER_PID" ]; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+  fi
+}
+cleanup() {
+  stop_server
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+mkdir -p "$WORK/www"
+head -c 4096 /dev/urandom >"$WORK/www/4k.bin"
+head -c 1048576 /dev/urandom >"$WORK/www/1m.bin"
+for size in 16 64 256; do head -c $((size * 1024)) /dev/urandom >"$WORK/www/${size}k.bin"; done
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_server NAME: starts it on a free port; sets SERVER_PID and PORT.
+start_server() {
+  local name=$1
+  PORT=$(free_port)
+  case $name in
+    nginx)
+      local prefix=$WORK/nginx
+      mkdir -p "$prefix"
+      sed -e "s#@PORT@#$PORT#g" -e "s#@PREFIX@#$prefix#g" bench/peers/nginx.conf.in |
+        python3 -c 'import sys; t=sys.stdin.read(); print(t.replace(
+"""        location / {
+            default_type text/plain;
+            return 200 "Hello, World!\\n";
+        }""", """        sendfile on;
+        tcp_nopush on;
+        root '"$WORK/www"';"""))' >"$prefix/nginx.conf"
+      (pinned "$SERVER_CPUS" "$NGINX" -p "$prefix" -c "$prefix/nginx.conf") >"$WORK/$name.log" 2>&1 &
+      ;;
+    *)
+      local env_setting=()
+      [ "$name" != ucp ] && env_setting=("${name#*=}")
+      (cd "$WORK" && pinned "$SERVER_CPUS" env "${env_setting[@]}" "$ROOT/$BIN/http_server" \
+        "$ROOT/config/ucp.conf" --set server.ip=127.0.0.1 --set server.port="$PORT" \
+        --set http.root="$WORK/www" --set log.file= --set log.console=true \
+        --set log.level=WARN --set server.thread_num=1) >"$WORK/${name%%=*}.log" 2>&1 &
+      ;;
+  esac
+  SERVER_PID=$!
+  for _ in $(seq 100); do
+    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$PORT),0.2)" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.05
+  done
+  die "$name did not start: $(tail -3 "$WORK/${name%%=*}.log")"
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# run_one NAME FILE CONNS ROUND: one wrk run; appends a result line.
+run_one() {
+  local name=$1 file=$2 conns=$3 round=$4
+  start_server "$name"
+  # warm the page cache and the server's caches
+  (pinned "$CLIENT_CPUS" "$WRK" -t1 -c10 -d1s "http://127.0.0.1:$PORT/$file") >/dev/null 2>&1 || true
+  local before after out
+  before=$(cpu_ticks "$SERVER_PID")
+  out=$( (pinned "$CLIENT_CPUS" "$WRK" -t1 -c"$conns" -d"${DURATION}s" \
+    "http://127.0.0.1:$PORT/$file") 2>&1)
+  after=$(cpu_ticks "$SERVER_PID")
+  stop_server
+  local rps
+  rps=$(echo "$out" | sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
+  local errors
+  errors=$(echo "$out" | sed -n 's/.*Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p')
+  echo "$name $file $conns $round ${rps:-0} $((after - before)) ${errors:-0}" >>"$WORK/results"
+  printf '  %-28s %-7s c=%-5s round %s: %10s req/s, server CPU %5.2f s%s\n' "$name" "$file" \
+    "$conns" "$round" "${rps:-?}" "$(echo "($after - $before) / $(getconf CLK_TCK)" | bc -l)" \
+    "$([ "${errors:-0}" != 0 ] && echo ", $errors non-2xx")"
+}
+
+echo "bench-sendfile: $ROUNDS round(s) x ${DURATION}s, servers: $SERVERS; server CPU $SERVER_CPUS, wrk CPU $CLIENT_CPUS"
+for round in $(seq "$ROUNDS"); do
+  for workload in $WORKLOADS; do
+    file=${workload%%:*}
+    conns=${workload##*:}
+    for name in $SERVERS; do run_one "$name" "$file" "$conns" "$round"; done
+  done
+done
+
+python3 - "$WORK/results" "$DURATION" "$(getconf CLK_TCK)" <<'EOF'
+import statistics, sys
+path, duration, hz = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+sizes = {"4k.bin": 4096, "16k.bin": 16384, "64k.bin": 65536, "256k.bin": 262144,
+         "1m.bin": 1048576}
+runs = {}
+for line in open(path):
+    name, file, conns, rnd, rps, ticks, errors = line.split()
+    cpu = float(ticks) / hz
+    per_cpu = float(rps) * duration / cpu if cpu > 0 else 0.0
+    runs.setdefault((file, conns), {}).setdefault(name, {})[rnd] = per_cpu
+print()
+print("requests per server-CPU-second (median over rounds), ratio to nginx (median of per-round ratios)")
+for (file, conns), by_name in runs.items():
+    base = by_name.get("nginx", {})
+    for name, rounds in by_name.items():
+        median = statistics.median(rounds.values())
+        extra = ""
+        if file in sizes:
+            extra = f"  {median * sizes[file] / 2**30:6.2f} GiB/CPU-s"
+        ratio = ""
+        if name != "nginx" and base:
+            ratios = [rounds[r] / base[r] for r in rounds if r in base and base[r] > 0]
+            if ratios:
+                ratio = f"  {statistics.median(ratios):.2f}x nginx"
+        print(f"  {file:7s} c={conns:5s} {name:28s} {median:12,.0f}{extra}{ratio}")
+EOF
