@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -571,6 +572,30 @@ TEST(HttpServer, SendTimeoutBoundsLargeFilesButNotASteadyReader) {
   ASSERT_NE(body_at, std::string::npos);
   EXPECT_EQ(all.size() - body_at - 4, kSteady);
   EXPECT_TRUE(all.substr(body_at + 4) == content.substr(0, kSteady));
+  std::filesystem::remove(path);
+}
+
+// A stop while a large file is on its way to a client that reads nothing: the send-file
+// operation is cancelled with the connection and the server stops (within the shutdown
+// timeout, long before the 60 s send timeout).
+TEST(HttpServer, StopsWhileALargeFileWaitsForAStalledClient) {
+  const std::string path = testing::TempDir() + "ucp_http_stop_" + std::to_string(::getpid());
+  std::ofstream(path, std::ios::binary) << std::string(8 * 1024 * 1024, 's');
+  auto s = std::make_unique<TestServer>([&path](HttpServer& server) {
+    server.router().get("/big", [&path](Request&, Response& res) -> Task<> {
+      res.set_file(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), 0, 8 * 1024 * 1024);
+      co_return;
+    });
+  });
+  auto fd = connect_loopback(s->port());
+  ASSERT_TRUE(fd);
+  test::set_receive_buffer(fd->get(), 16 * 1024);
+  ASSERT_TRUE(send_text(fd->get(), "GET /big HTTP/1.1\r\nHost: a\r\n\r\n"));
+  // The head has arrived: the body is under way.
+  ASSERT_TRUE(test::wait_for(fd->get(), POLLIN, test::Deadline(5000)));
+  auto stopping = std::async(std::launch::async, [&s] { s.reset(); });
+  EXPECT_EQ(stopping.wait_for(30s), std::future_status::ready) << "the server did not stop";
+  stopping.get();
   std::filesystem::remove(path);
 }
 
