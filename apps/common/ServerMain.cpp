@@ -73,14 +73,14 @@ std::optional<int> ServerMain::setup(int argc, char** argv) {
   }
   inherited_ = std::move(*inherited);
 
-  try {
-    config_ = Config::load(config_path_, overrides_);
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+  auto loaded = Config::load(config_path_, overrides_);
+  if (!loaded) {
+    std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
     return 2;
   }
-  if (auto error = Logger::init(config_.log); !error.empty()) {
-    std::fprintf(stderr, "%s: %s\n", program_.c_str(), error.c_str());
+  config_ = std::move(*loaded);
+  if (auto logging = Logger::init(config_.log); !logging) {
+    std::fprintf(stderr, "%s: %s\n", program_.c_str(), logging.error().message.c_str());
     return 1;
   }
   return std::nullopt;
@@ -138,8 +138,9 @@ int ServerMain::serve(TcpServer& server, std::string_view what) {
       config_.worker_count(machine), config_.worker_startup_bytes(), config_.shared_startup_bytes(),
       config_.startup_bytes(machine), machine.memory_bytes);
   std::string warnings;
-  if (auto error = server.start(&warnings); !error.empty()) {
+  if (auto started = server.start(&warnings); !started) {
     startup_signals.finish();
+    const std::string& error = started.error().message;
     std::fprintf(stderr, "%s: %s\n", program_.c_str(), error.c_str());
     LOG_ERROR("start-up failed: {}", error);
     Logger::shutdown();

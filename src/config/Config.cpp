@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -27,6 +28,13 @@
 
 namespace ucp {
 namespace {
+
+/// What the parser throws from deep inside; load() and parse() turn it into their Error, so
+/// no exception leaves the config API.
+class Invalid : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 constexpr std::string_view kWhitespace = " \t\r\n\v\f";
 
@@ -509,10 +517,10 @@ class Parser {
         }
       }
     }
-    if (last == nullptr) throw ConfigError(std::string(source_) + ": " + what);  // all defaults
+    if (last == nullptr) throw Invalid(std::string(source_) + ": " + what);  // all defaults
     const SetAt& where = set_at_.at(last);
-    throw ConfigError(where.origin + ":" + std::to_string(where.line) + ": " +
-                      std::string(last->section) + "." + std::string(last->name) + ": " + what);
+    throw Invalid(where.origin + ":" + std::to_string(where.line) + ": " +
+                  std::string(last->section) + "." + std::string(last->name) + ": " + what);
   }
 
   const Key& find(std::string_view section, std::string_view name, size_t line_number) const {
@@ -531,7 +539,7 @@ class Parser {
   }
 
   [[noreturn]] void fail(size_t line_number, const std::string& what) const {
-    throw ConfigError(std::string(origin_) + ":" + std::to_string(line_number) + ": " + what);
+    throw Invalid(std::string(origin_) + ":" + std::to_string(line_number) + ": " + what);
   }
 
   static constexpr std::string_view kOverrideOrigin = "--set";
@@ -575,17 +583,17 @@ std::string too_large(const std::string& path, const std::string& size) {
 std::string read_file(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd) throw ConfigError(path + ": cannot open: " + error_text(errno));
+  if (!fd) throw Invalid(path + ": cannot open: " + error_text(errno));
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) {
-    throw ConfigError(path + ": cannot read: " + error_text(errno));
+    throw Invalid(path + ": cannot read: " + error_text(errno));
   }
   if (!S_ISREG(info.st_mode)) {
-    throw ConfigError(path + ": not a regular file (" + file_kind(info.st_mode) +
-                      "); give the path of an ini file");
+    throw Invalid(path + ": not a regular file (" + file_kind(info.st_mode) +
+                  "); give the path of an ini file");
   }
   if (static_cast<uint64_t>(info.st_size) > Config::kMaxFileBytes) {
-    throw ConfigError(too_large(path, std::to_string(info.st_size)));
+    throw Invalid(too_large(path, std::to_string(info.st_size)));
   }
   // One byte more than the limit: a file that grew since fstat is still caught.
   std::string text(static_cast<size_t>(info.st_size) + 1, '\0');
@@ -593,13 +601,13 @@ std::string read_file(const std::string& path) {
   for (;;) {
     if (size == text.size()) {
       if (text.size() > Config::kMaxFileBytes) {
-        throw ConfigError(too_large(path, "over " + std::to_string(Config::kMaxFileBytes)));
+        throw Invalid(too_large(path, "over " + std::to_string(Config::kMaxFileBytes)));
       }
       text.resize(std::min<size_t>(text.size() * 2, Config::kMaxFileBytes + 1));
     }
     ssize_t n = ::read(fd.get(), text.data() + size, text.size() - size);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw ConfigError(path + ": cannot read: " + error_text(errno));
+    if (n < 0) throw Invalid(path + ": cannot read: " + error_text(errno));
     if (n == 0) break;
     size += static_cast<size_t>(n);
   }
@@ -667,26 +675,36 @@ uint64_t Config::startup_bytes(const MachineLimits& machine) const noexcept {
   return uint64_t{worker_count(machine)} * worker_startup_bytes() + shared_startup_bytes();
 }
 
-Config Config::load(const std::string& path, const std::vector<std::string>& overrides,
-                    const MachineLimits& machine) {
+Result<Config, Error> Config::load(const std::string& path,
+                                   const std::vector<std::string>& overrides,
+                                   const MachineLimits& machine) {
   Config config;
-  Parser parser(config, path.empty() ? std::string_view("--set") : std::string_view(path));
-  if (!path.empty()) {
-    const std::string text = read_file(path);
-    parser.parse_text(text, path);
+  try {
+    Parser parser(config, path.empty() ? std::string_view("--set") : std::string_view(path));
+    if (!path.empty()) {
+      const std::string text = read_file(path);
+      parser.parse_text(text, path);
+    }
+    parser.apply_overrides(overrides);
+    parser.check_machine(machine);
+  } catch (const Invalid& e) {
+    return Unexpected{Error(e.what())};
   }
-  parser.apply_overrides(overrides);
-  parser.check_machine(machine);
   return config;
 }
 
-Config Config::parse(const std::string& text, const std::string& origin,
-                     const std::vector<std::string>& overrides, const MachineLimits& machine) {
+Result<Config, Error> Config::parse(const std::string& text, const std::string& origin,
+                                    const std::vector<std::string>& overrides,
+                                    const MachineLimits& machine) {
   Config config;
-  Parser parser(config, origin);
-  parser.parse_text(text, origin);
-  parser.apply_overrides(overrides);
-  parser.check_machine(machine);
+  try {
+    Parser parser(config, origin);
+    parser.parse_text(text, origin);
+    parser.apply_overrides(overrides);
+    parser.check_machine(machine);
+  } catch (const Invalid& e) {
+    return Unexpected{Error(e.what())};
+  }
   return config;
 }
 

@@ -36,23 +36,24 @@ console = true
 flush_interval_ms = 1000
 )ini";
 
-// The message of the ConfigError that parsing `text` (origin "ucp.conf") throws, or "" if none.
-std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  try {
-    Config::parse(text, "ucp.conf", overrides);
-  } catch (const ConfigError& error) {
-    return error.what();
+// The configuration `result` holds; a failure is a test failure (and the defaults).
+Config must(Result<Config, Error> result) {
+  if (!result) {
+    ADD_FAILURE() << result.error().message;
+    return Config{};
   }
-  return "";
+  return std::move(*result);
+}
+
+// The error message of parsing `text` (origin "ucp.conf"), or "" if it parses.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  auto parsed = Config::parse(text, "ucp.conf", overrides);
+  return parsed ? "" : parsed.error().message;
 }
 
 std::string load_error(const std::string& path) {
-  try {
-    Config::load(path);
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
+  auto loaded = Config::load(path);
+  return loaded ? "" : loaded.error().message;
 }
 
 void expect_default_log(const LogOptions& log) {
@@ -83,7 +84,7 @@ std::string write_temp_file(const std::string& name, const std::string& text) {
 }
 
 TEST(Config, SpecExampleLoadsVerbatim) {
-  Config config = Config::parse(kSpecExample, "spec");
+  Config config = must(Config::parse(kSpecExample, "spec"));
   EXPECT_EQ(config.server.name, "TcpServer");
   EXPECT_EQ(config.server.ip, "0.0.0.0");
   EXPECT_EQ(config.server.port, 8888);
@@ -105,31 +106,31 @@ TEST(Config, SpecExampleLoadsVerbatim) {
 }
 
 TEST(Config, SpecExampleLoadsFromAFile) {
-  Config config = Config::load(write_temp_file("spec_example.conf", kSpecExample));
+  Config config = must(Config::load(write_temp_file("spec_example.conf", kSpecExample)));
   EXPECT_EQ(config.server.thread_num, 16u);
   EXPECT_EQ(config.event_loop.ring_entries, 32768u);
 }
 
 TEST(Config, EmptyTextGivesDefaults) {
-  expect_defaults(Config::parse("", "empty.conf"));
-  expect_defaults(Config::parse("\n\n  \n# only a comment\n; another\n", "blank.conf"));
-  expect_defaults(Config::parse("[server]\n[event_loop]\n[log]\n[http]\n", "headers.conf"));
+  expect_defaults(must(Config::parse("", "empty.conf")));
+  expect_defaults(must(Config::parse("\n\n  \n# only a comment\n; another\n", "blank.conf")));
+  expect_defaults(must(Config::parse("[server]\n[event_loop]\n[log]\n[http]\n", "headers.conf")));
 }
 
 TEST(Config, EmptyFileGivesDefaults) {
-  expect_defaults(Config::load(write_temp_file("empty.conf", "")));
+  expect_defaults(must(Config::load(write_temp_file("empty.conf", ""))));
 }
 
 TEST(Config, EmptyPathGivesDefaultsPlusOverrides) {
-  expect_defaults(Config::load(""));
-  Config config = Config::load("", {"server.port=9000", "log.level=debug"});
+  expect_defaults(must(Config::load("")));
+  Config config = must(Config::load("", {"server.port=9000", "log.level=debug"}));
   EXPECT_EQ(config.server.port, 9000);
   EXPECT_EQ(config.log.level, LogLevel::kDebug);
   EXPECT_EQ(config.event_loop, EventLoopConfig{});
 }
 
 TEST(Config, ShippedConfigLoadsWithSmallMachineDefaults) {
-  Config config = Config::load(UCP_SOURCE_DIR "/config/ucp.conf");
+  Config config = must(Config::load(UCP_SOURCE_DIR "/config/ucp.conf"));
   EXPECT_EQ(config.server.thread_num, 1u);
   EXPECT_EQ(config.server.port, 8888);
   EXPECT_EQ(config.server.protocol, "echo");
@@ -200,7 +201,7 @@ TEST(Config, ShippedConfigNamesEveryKey) {
 }
 
 TEST(Config, EveryKeyIsSettable) {
-  Config config = Config::parse(R"ini(
+  Config config = must(Config::parse(R"ini(
 [server]
 name = Edge
 ip = 127.0.0.1
@@ -250,7 +251,7 @@ header_timeout_ms = 0
 keepalive_timeout_ms = 86400000
 send_timeout_ms = 1
 )ini",
-                                "all.conf");
+                                     "all.conf"));
   const ServerConfig& s = config.server;
   EXPECT_EQ(s.name, "Edge");
   EXPECT_EQ(s.ip, "127.0.0.1");
@@ -306,8 +307,8 @@ send_timeout_ms = 1
 TEST(Config, ChangesListEachDifferingKeyWithBothValues) {
   EXPECT_TRUE(Config::changes(Config{}, Config{}).empty());
   Config before;
-  Config after =
-      Config::parse("[log]\nlevel = warn\n[server]\nip = ::1\nreuse_port = yes\n", "ucp.conf");
+  Config after = must(
+      Config::parse("[log]\nlevel = warn\n[server]\nip = ::1\nreuse_port = yes\n", "ucp.conf"));
   after.log.queue_full_policy = QueueFullPolicy::kDrop;
   auto changes = Config::changes(before, after);
   ASSERT_EQ(changes.size(), 4u);
@@ -336,15 +337,15 @@ TEST(Config, HttpDefaultsAreTheDocumentedOnes) {
 }
 
 TEST(Config, InlineCommentsEndTheValue) {
-  Config config = Config::parse(
-      "[server] ; the server\n"
-      "port = 80 ; a comment\n"
-      "thread_num = 3 # another\n"
-      "name = a b\t; inner space kept\n"
-      "[log]# no space needed after a header\n"
-      "file = logs/a#b;c.log   ; '#' and ';' inside a value stay\n"
-      "level = WARN\t# a tab before the comment is enough\n",
-      "ucp.conf");
+  Config config =
+      must(Config::parse("[server] ; the server\n"
+                         "port = 80 ; a comment\n"
+                         "thread_num = 3 # another\n"
+                         "name = a b\t; inner space kept\n"
+                         "[log]# no space needed after a header\n"
+                         "file = logs/a#b;c.log   ; '#' and ';' inside a value stay\n"
+                         "level = WARN\t# a tab before the comment is enough\n",
+                         "ucp.conf"));
   EXPECT_EQ(config.server.port, 80);
   EXPECT_EQ(config.server.thread_num, 3u);
   EXPECT_EQ(config.server.name, "a b");
@@ -358,15 +359,15 @@ TEST(Config, InlineCommentWithoutSpaceIsPartOfTheValue) {
 }
 
 TEST(Config, WhitespaceIsTrimmedEverywhere) {
-  Config config = Config::parse(
-      "\xEF\xBB\xBF"  // a UTF-8 byte order mark, as some editors write
-      "  [ server ]  \r\n"
-      "\tport\t=\t81\t\r\n"
-      "   name=x   \r\n"
-      "ip    =    127.0.0.1\r\n"
-      "   \t  \r\n"
-      "    ; indented comment\r\n",
-      "ucp.conf");
+  Config config =
+      must(Config::parse("\xEF\xBB\xBF"  // a UTF-8 byte order mark, as some editors write
+                         "  [ server ]  \r\n"
+                         "\tport\t=\t81\t\r\n"
+                         "   name=x   \r\n"
+                         "ip    =    127.0.0.1\r\n"
+                         "   \t  \r\n"
+                         "    ; indented comment\r\n",
+                         "ucp.conf"));
   EXPECT_EQ(config.server.port, 81);
   EXPECT_EQ(config.server.name, "x");
   EXPECT_EQ(config.server.ip, "127.0.0.1");
@@ -384,7 +385,7 @@ TEST(Config, BooleansAcceptCommonSpellings) {
                                                                       {"TRUE", true},
                                                                       {"Off", false},
                                                                       {"Yes", true}}) {
-    Config config = Config::parse("[event_loop]\nsqpoll = " + text + "\n", "ucp.conf");
+    Config config = must(Config::parse("[event_loop]\nsqpoll = " + text + "\n", "ucp.conf"));
     EXPECT_EQ(config.event_loop.sqpoll, value) << text;
   }
   EXPECT_EQ(error_of("[event_loop]\nsqpoll = maybe\n"),
@@ -403,19 +404,19 @@ TEST(Config, LogLevelsUseTheLoggerNames) {
                                                      {"WARN", LogLevel::kWarn},
                                                      {"ERROR", LogLevel::kError},
                                                      {"FATAL", LogLevel::kFatal}}) {
-    EXPECT_EQ(Config::parse("[log]\nlevel = " + text, "ucp.conf").log.level, level) << text;
+    EXPECT_EQ(must(Config::parse("[log]\nlevel = " + text, "ucp.conf")).log.level, level) << text;
   }
 }
 
 TEST(Config, SectionsMayBeReopened) {
-  Config config =
-      Config::parse("[server]\nport = 1\n[log]\nlevel = ERROR\n[server]\nname = n\n", "ucp.conf");
+  Config config = must(
+      Config::parse("[server]\nport = 1\n[log]\nlevel = ERROR\n[server]\nname = n\n", "ucp.conf"));
   EXPECT_EQ(config.server.port, 1);
   EXPECT_EQ(config.server.name, "n");
 }
 
 TEST(Config, LastLineWithoutNewlineIsRead) {
-  EXPECT_EQ(Config::parse("[server]\nport = 82", "ucp.conf").server.port, 82);
+  EXPECT_EQ(must(Config::parse("[server]\nport = 82", "ucp.conf")).server.port, 82);
 }
 
 // Every error class, with its exact one-line message.
@@ -567,7 +568,7 @@ TEST(Config, FileUpToTheSizeLimitLoadsAndOneByteMoreIsRefused) {
   at_limit += "#" + std::string(Config::kMaxFileBytes - at_limit.size() - 2, 'x') + "\n";
   ASSERT_EQ(at_limit.size(), Config::kMaxFileBytes);
   std::string path = write_temp_file("at-limit.conf", at_limit);
-  EXPECT_EQ(Config::load(path).server.port, 81);
+  EXPECT_EQ(must(Config::load(path)).server.port, 81);
   path = write_temp_file("over-limit.conf", at_limit + "\n");
   EXPECT_EQ(load_error(path),
             path + ": 1048577 bytes is larger than the 1048576-byte limit for a config file");
@@ -575,10 +576,10 @@ TEST(Config, FileUpToTheSizeLimitLoadsAndOneByteMoreIsRefused) {
 
 TEST(Config, IpAcceptsIpv6Addresses) {
   for (const char* ip : {"::1", "::", "fe80::1", "2001:db8::42", "::ffff:127.0.0.1"}) {
-    Config config = Config::parse(std::string("[server]\nip = ") + ip + "\n", "ucp.conf");
+    Config config = must(Config::parse(std::string("[server]\nip = ") + ip + "\n", "ucp.conf"));
     EXPECT_EQ(config.server.ip, ip);
   }
-  EXPECT_EQ(Config::parse("", "ucp.conf", {"server.ip=::1"}).server.ip, "::1");
+  EXPECT_EQ(must(Config::parse("", "ucp.conf", {"server.ip=::1"})).server.ip, "::1");
 }
 
 TEST(Config, FileErrorsNameThePath) {
@@ -588,8 +589,8 @@ TEST(Config, FileErrorsNameThePath) {
 
 TEST(Config, OverridesWinOverTheFile) {
   std::string path = write_temp_file("overridden.conf", "[server]\nport = 80\nthread_num = 2\n");
-  Config config = Config::load(path, {"server.port=90", " log.level = error ", "server.port=91",
-                                      "event_loop.sqpoll=on", "log.file="});
+  Config config = must(Config::load(path, {"server.port=90", " log.level = error ",
+                                           "server.port=91", "event_loop.sqpoll=on", "log.file="}));
   EXPECT_EQ(config.server.port, 91);  // repeated overrides: the last wins
   EXPECT_EQ(config.server.thread_num, 2u);
   EXPECT_EQ(config.log.level, LogLevel::kError);
@@ -598,7 +599,7 @@ TEST(Config, OverridesWinOverTheFile) {
 }
 
 TEST(Config, OverrideValuesAreTakenLiterally) {
-  Config config = Config::parse("", "ucp.conf", {"server.name=a ; b", "log.file=x=y"});
+  Config config = must(Config::parse("", "ucp.conf", {"server.name=a ; b", "log.file=x=y"}));
   EXPECT_EQ(config.server.name, "a ; b");
   EXPECT_EQ(config.log.file, "x=y");
 }
@@ -629,15 +630,11 @@ TEST(Config, FileErrorsComeBeforeOverrideErrors) {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-// The message of the ConfigError that parsing `text` on `machine` throws, or "" if none.
+// The error message of parsing `text` on `machine`, or "" if it parses.
 std::string error_on(const MachineLimits& machine, const std::string& text,
                      const std::vector<std::string>& overrides = {}) {
-  try {
-    Config::parse(text, "ucp.conf", overrides, machine);
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
+  auto parsed = Config::parse(text, "ucp.conf", overrides, machine);
+  return parsed ? "" : parsed.error().message;
 }
 
 TEST(Config, StartupMemoryFiguresFollowTheSettings) {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "Backends.h"
+#include "ErrorText.h"
 #include "HttpClient.h"
 #include "LoopbackClient.h"
 
@@ -53,7 +54,7 @@ class TestServer {
     loop.provided_buffer_size = 4096;
     server_ = std::make_unique<HttpServer>(options, loop, http);
     configure(*server_);
-    const std::string error = server_->start();
+    const std::string error = test::error_text(server_->start());
     EXPECT_EQ(error, "");
     thread_ = std::thread([this] { server_->run(); });
   }

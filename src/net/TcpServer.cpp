@@ -30,18 +30,22 @@ TcpServer::~TcpServer() {
   }
 }
 
-std::string TcpServer::start(std::string* warnings) {
+Result<void, Error> TcpServer::start(std::string* warnings) {
   // An inherited listening socket is ours from here on, whatever fails next.
   UniqueFd inherited(options_.listen_fd);
   std::optional<InetAddress> address;
   if (inherited) {
     if (auto checked = check_listening_tcp_socket(inherited.get()); !checked) {
-      return "inherited socket (fd " + std::to_string(inherited.get()) +
-             ") is not a listening TCP socket: " + checked.error().message();
+      return Unexpected{Error("inherited socket (fd " + std::to_string(inherited.get()) +
+                                  ") is not a listening TCP socket: " + checked.error().message(),
+                              checked.error())};
     }
   } else {
     address = InetAddress::parse(options_.ip, options_.port);
-    if (!address) return "server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address";
+    if (!address) {
+      return Unexpected{Error("server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address",
+                              std::make_error_code(std::errc::invalid_argument))};
+    }
   }
 
   // The main loop only accepts: it needs no provided or registered buffers of its own.
@@ -51,7 +55,10 @@ std::string TcpServer::start(std::string* warnings) {
   main_options.ring_entries = std::min<uint32_t>(loop_options_.ring_entries, 1024);
   std::string notes;
   auto main_loop = EventLoop::create(main_options, &notes);
-  if (!main_loop) return EventLoop::describe_setup_error(main_loop.error(), main_options);
+  if (!main_loop) {
+    return Unexpected{
+        Error(EventLoop::describe_setup_error(main_loop.error(), main_options), main_loop.error())};
+  }
   main_loop_ = std::move(*main_loop);
 
   if (inherited) {
@@ -61,10 +68,14 @@ std::string TcpServer::start(std::string* warnings) {
     auto listening = listen_on(*address, options_.listen);
     if (!listening) {
       if (listening.error() == std::errc::address_in_use) {
-        return "cannot listen on " + address->to_string() +
-               ": address already in use; stop the other server or choose another server.port";
+        return Unexpected{Error("cannot listen on " + address->to_string() +
+                                    ": address already in use; stop the other server or choose "
+                                    "another server.port",
+                                listening.error())};
       }
-      return "cannot listen on " + address->to_string() + ": " + listening.error().message();
+      return Unexpected{
+          Error("cannot listen on " + address->to_string() + ": " + listening.error().message(),
+                listening.error())};
     }
     listen_fd_ = std::move(*listening);
     local_ = InetAddress::local_of(listen_fd_.get()).value_or(*address);
@@ -77,7 +88,7 @@ std::string TcpServer::start(std::string* warnings) {
   pool_ =
       std::make_unique<EventLoopThreadPool>(options_.thread_num, loop_options_, main_loop_.get());
   std::string worker_notes;
-  if (auto error = pool_->start(&worker_notes); !error.empty()) return error;
+  if (auto started = pool_->start(&worker_notes); !started) return started;
   // The loops warn alike (e.g. the fallback to epoll where io_uring is blocked): say it once.
   for (size_t begin = 0; begin < worker_notes.size();) {
     size_t end = worker_notes.find('\n', begin);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "Backends.h"
+#include "ErrorText.h"
 
 namespace ucp {
 namespace {
@@ -81,7 +82,7 @@ class RunningServer {
     loop.registered_buffer_size = 4096;
     server_ = std::make_unique<TcpServer>(
         options, loop, params.receive_api ? &lending_echo_handler : &echo_handler);
-    std::string error = server_->start();
+    std::string error = test::error_text(server_->start());
     EXPECT_EQ(error, "");
     port_ = server_->local_address().port();
     thread_ = std::thread([this] { server_->run(); });
@@ -316,7 +317,7 @@ std::array<int, 4> lease_sources_after_echo(BackendKind backend, uint32_t provid
   loop.provided_buffers_count = provided;
   loop.registered_buffers_count = registered;
   TcpServer server(options, loop, &counting_echo_handler);
-  EXPECT_EQ(server.start(), "");
+  EXPECT_EQ(test::error_text(server.start()), "");
   std::thread runner([&] { server.run(); });
   {
     UniqueFd client = connect_to(server.local_address().port());
@@ -547,7 +548,7 @@ TEST_P(TcpServerBackends, ReportsPortInUse) {
   LoopOptions loop;
   loop.backend = GetParam();
   TcpServer second(options, loop, &echo_handler);
-  std::string error = second.start();
+  std::string error = test::error_text(second.start());
   EXPECT_NE(error.find("address already in use"), std::string::npos) << error;
 }
 

@@ -2,7 +2,7 @@
 // Config: the typed content of a UCP ini file (docs/config.md). Every key has a default, so an
 // empty file is valid. `Config::load` refuses unknown sections or keys, malformed lines,
 // duplicate keys, bad numbers, out-of-range values and settings whose memory the machine cannot
-// have with a ConfigError whose message is one line, "FILE:LINE: section.key: what is wrong"
+// have with an Error whose message is one line, "FILE:LINE: section.key: what is wrong"
 // (exit 2 in bin/proactor_test).
 //
 // Format (docs/config.md has the full key table):
@@ -16,10 +16,10 @@
 // and so must one connection's worst case (max_output_bytes + 2 x max_request_bytes).
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "ucp/base/Result.h"
 #include "ucp/log/Logger.h"
 
 namespace ucp {
@@ -113,14 +113,19 @@ struct Config {
 
   /// Reads `path` (a regular file of at most kMaxFileBytes), then applies `overrides`
   /// ("section.key=value", as given to --set), then checks the memory the result needs
-  /// against `machine`. Throws ConfigError. A missing file is an error unless `path` is
-  /// empty (defaults).
-  static Config load(const std::string& path, const std::vector<std::string>& overrides = {},
-                     const MachineLimits& machine = MachineLimits::current());
+  /// against `machine`. A missing file is an error unless `path` is empty (defaults). The
+  /// Error's message is one line:
+  ///   "FILE:LINE: section.key: what is wrong"  ("--set:N: ..." for the N-th override)
+  ///   "FILE: cannot open: <reason>", "FILE: not a regular file", "FILE: N bytes is larger..."
+  /// A check across keys names the line of the key set last among them, and the others in the
+  /// text. The caller prints it and exits 2.
+  static Result<Config, Error> load(const std::string& path,
+                                    const std::vector<std::string>& overrides = {},
+                                    const MachineLimits& machine = MachineLimits::current());
   /// Parses ini text; `origin` names it in error messages.
-  static Config parse(const std::string& text, const std::string& origin,
-                      const std::vector<std::string>& overrides = {},
-                      const MachineLimits& machine = MachineLimits::current());
+  static Result<Config, Error> parse(const std::string& text, const std::string& origin,
+                                     const std::vector<std::string>& overrides = {},
+                                     const MachineLimits& machine = MachineLimits::current());
 
   /// The keys whose values differ from `from` to `to`, in the order of docs/config.md.
   static std::vector<ConfigChange> changes(const Config& from, const Config& to);
@@ -136,16 +141,6 @@ struct Config {
   uint64_t shared_startup_bytes() const noexcept;
   /// worker_count x worker_startup_bytes + shared_startup_bytes.
   uint64_t startup_bytes(const MachineLimits& machine) const noexcept;
-};
-
-/// One line, "FILE:LINE: section.key: what is wrong" ("--set:N: ..." for the N-th override,
-/// "FILE: cannot open: <reason>" when the file cannot be read, "FILE: not a regular file"
-/// and "FILE: N bytes is larger than ..." for a path that is no config file). A check across
-/// keys names the line of the key set last among them, and the others in the text. The
-/// caller prints it and exits 2.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 }  // namespace ucp

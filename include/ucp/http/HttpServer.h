@@ -10,7 +10,7 @@
 //     co_return;
 //   });
 //   server.use(ucp::http::access_log());
-//   if (auto error = server.start(); !error.empty()) { /* exit 1 */ }
+//   if (auto started = server.start(); !started) { /* started.error().message; exit 1 */ }
 //   server.run();  // until stop()
 //
 // What the server does for every connection (docs/http.md has the whole list): RFC 9112
@@ -117,8 +117,8 @@ class HttpServer {
   /// Appends a middleware to the chain (first added runs outermost); before start().
   void use(Middleware middleware);
 
-  /// See TcpServer::start: "" or one line saying what failed and what to do.
-  std::string start(std::string* warnings = nullptr);
+  /// See TcpServer::start: the Error says in one line what failed and what to do.
+  Result<void, Error> start(std::string* warnings = nullptr);
   void run();
   void stop() noexcept;
 

@@ -8,7 +8,7 @@
 //     the main loop's; a failed send falls back to post for that connection.
 //
 //   ucp::TcpServer server(options, loop_options, [](ucp::TcpConnection& c) { return echo(c); });
-//   if (auto error = server.start(); !error.empty()) { /* print, exit 1 */ }
+//   if (auto started = server.start(); !started) { /* print started.error().message, exit 1 */ }
 //   server.run();  // until stop()
 //
 // Thread contract: construct, start and run on one thread (it becomes the main loop's);
@@ -69,10 +69,10 @@ class TcpServer {
   TcpServer& operator=(const TcpServer&) = delete;
   ~TcpServer();
 
-  /// Creates the rings, binds and listens. Returns "" or one line saying what failed and
-  /// what to do (port in use, io_uring unavailable...). Optional features the machine
-  /// cannot give are appended to `warnings`, one line each.
-  std::string start(std::string* warnings = nullptr);
+  /// Creates the rings, binds and listens. On failure the Error's message is one line saying
+  /// what failed and what to do (port in use, io_uring unavailable...). Optional features the
+  /// machine cannot give are appended to `warnings`, one line each.
+  Result<void, Error> start(std::string* warnings = nullptr);
   /// Accepts on the calling thread until stop(); returns once every worker has stopped.
   void run();
   /// Any thread. Graceful: stop accepting, let handlers finish writing what they have
