@@ -18,8 +18,10 @@
 # Environment: RUNS [3] rounds, DURATION [5] s per run, WARMUP [1] s unmeasured, MODES [all
 # five above], WORKLOADS ["churn pingpong"], CHURN_CONNS [32] slots, CHURN_SIZE [64] bytes,
 # PINGPONG_CONNS [100], PINGPONG_SIZE [256] bytes, CLIENT_THREADS [1], SERVER_CPUS [0] and
-# CLIENT_CPUS [1] (taskset lists; every server process gets SERVER_CPUS), BACKEND [auto],
-# UCP_BIN_DIR [bin], OUT [unset: a file to write the report to as well].
+# CLIENT_CPUS [1] (taskset lists; every server process gets SERVER_CPUS), NICE [-10 as root,
+# else 0] (server and client, each in its own session as benchmark.sh does, so that the nice
+# level holds under autogroup scheduling), BACKEND [auto], UCP_BIN_DIR [bin], OUT [unset: a
+# file to write the report to as well].
 # The per-CPU figure is per CPU-second of all server processes together (bench_client
 # --server-pid, repeated). Needs bin/proactor_test and bin/bench_client (cmake --build ...
 # --target proactor_test bench_client). An otherwise idle machine gives the steadiest numbers.
@@ -40,6 +42,7 @@ CLIENT_THREADS=${CLIENT_THREADS:-1}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 BACKEND=${BACKEND:-auto}
+if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
 
 die() {
   echo "bench-scale: $*" >&2
@@ -50,6 +53,19 @@ for tool in proactor_test bench_client; do
 done
 command -v taskset >/dev/null || die "taskset not found (util-linux)"
 command -v python3 >/dev/null || die "python3 not found"
+
+# pinned CPUS CMD...: CMD on CPUS at nice NICE, in its own session so that the nice level holds
+# under autogroup scheduling (see benchmark.sh). Call it in a subshell: it execs.
+pinned() {
+  local cpus=$1
+  shift
+  if [ "$NICE" != 0 ]; then
+    exec setsid sh -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec "$@"' "$NICE" \
+      nice -n "$NICE" taskset -c "$cpus" "$@"
+  else
+    exec taskset -c "$cpus" "$@"
+  fi
+}
 
 WORK=$(mktemp -d)
 SERVER_PIDS=()
@@ -66,9 +82,9 @@ trap cleanup EXIT
 start_server() {
   local log=$1 port=$2
   shift 2
-  taskset -c "$SERVER_CPUS" "$BIN/proactor_test" config/ucp.conf --set server.ip=127.0.0.1 \
+  (pinned "$SERVER_CPUS" "$BIN/proactor_test" config/ucp.conf --set server.ip=127.0.0.1 \
     --set server.port="$port" --set server.read_timeout_ms=0 --set log.console=true \
-    --set log.file= --set log.level=INFO --set event_loop.backend="$BACKEND" "$@" >"$log" 2>&1 &
+    --set log.file= --set log.level=INFO --set event_loop.backend="$BACKEND" "$@" >"$log" 2>&1) &
   SERVER_PIDS+=($!)
   local found=
   for _ in $(seq 100); do
@@ -112,7 +128,7 @@ run_one() {
     args+=(-c "$PINGPONG_CONNS" -s "$PINGPONG_SIZE")
   fi
   local json
-  json=$(taskset -c "$CLIENT_CPUS" "$BIN/bench_client" "${args[@]}" 2>"$WORK/client-$workload-$mode-$run.err") ||
+  json=$(pinned "$CLIENT_CPUS" "$BIN/bench_client" "${args[@]}" 2>"$WORK/client-$workload-$mode-$run.err") ||
     echo "bench-scale: $workload $mode run $run: bench_client reported errors" >&2
   stop_servers
   [ -n "$json" ] || die "$workload $mode run $run: no result: $(tail -3 "$WORK/client-$workload-$mode-$run.err")"
@@ -125,7 +141,7 @@ print("%.0f/s, %.0f per server-CPU-s, p99 %.0f us, errors %d" % (r["qps"], per_c
 
 echo "bench-scale: $RUNS rounds x ${DURATION} s (+${WARMUP} s warm-up), modes: $MODES;" \
   "churn $CHURN_CONNS slots x $CHURN_SIZE B, pingpong $PINGPONG_CONNS conns x $PINGPONG_SIZE B;" \
-  "server cpus $SERVER_CPUS, client cpus $CLIENT_CPUS, backend $BACKEND, kernel $(uname -r)," \
+  "server cpus $SERVER_CPUS, client cpus $CLIENT_CPUS, nice $NICE, backend $BACKEND, kernel $(uname -r)," \
   "load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for run in $(seq "$RUNS"); do
   for workload in $WORKLOADS; do
