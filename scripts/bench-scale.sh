@@ -82,6 +82,7 @@ trap cleanup EXIT
 start_server() {
   local log=$1 port=$2
   shift 2
+  : >"$log"  # exists before the server (in a subshell) opens it
   (pinned "$SERVER_CPUS" "$BIN/proactor_test" config/ucp.conf --set server.ip=127.0.0.1 \
     --set server.port="$port" --set server.read_timeout_ms=0 --set log.console=true \
     --set log.file= --set log.level=INFO --set event_loop.backend="$BACKEND" "$@" >"$log" 2>&1) &

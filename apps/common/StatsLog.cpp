@@ -31,11 +31,11 @@ std::string format_stats_line(const StatsTotals& before, const StatsTotals& now,
                               std::chrono::milliseconds interval) {
   // Counters only grow; a difference that would be negative (never expected) shows as 0.
   const auto delta = [](uint64_t from, uint64_t to) { return to >= from ? to - from : 0; };
-  std::string line = fmt::format(
-      "stats: interval_ms={} open={} accepted={} rejected={} bytes_in={} bytes_out={}",
-      interval.count(), now.open, delta(before.accepted, now.accepted),
-      delta(before.rejected, now.rejected), delta(before.bytes_in, now.bytes_in),
-      delta(before.bytes_out, now.bytes_out));
+  std::string line =
+      fmt::format("stats: interval_ms={} open={} accepted={} rejected={} bytes_in={} bytes_out={}",
+                  interval.count(), now.open, delta(before.accepted, now.accepted),
+                  delta(before.rejected, now.rejected), delta(before.bytes_in, now.bytes_in),
+                  delta(before.bytes_out, now.bytes_out));
   if (now.requests) {
     line += fmt::format(" requests={}", delta(before.requests.value_or(0), *now.requests));
   }

@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "BackendProbe.h"
@@ -29,6 +30,21 @@
 
 namespace ucp::test {
 namespace {
+
+#ifdef UCP_SANITIZER_BUILD
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+bool raise_fd_limit(rlim_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return false;
+  if (limit.rlim_cur >= wanted) return true;
+  limit.rlim_cur = wanted;
+  if (limit.rlim_max < wanted) limit.rlim_max = wanted;  // permitted as root
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
 
 // The key=value fields of every "stats:" line a server logged.
 std::vector<std::map<std::string, std::string>> stats_lines(const ServerProcess& server) {
@@ -192,6 +208,40 @@ TEST_P(ScaleOut, PerWorkerAcceptorsWithAnInheritedSocketAcceptOnTheMainLoop) {
   EXPECT_NE(warning.find("WARN"), std::string::npos) << server.output_tail();
   EXPECT_EQ(server.count_output_lines("acceptors: per_worker"), 0u) << server.output_tail();
   EXPECT_EQ(echo_connections(server.port(), 20, 16), 20);
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// Out of descriptors with per-worker acceptors: each worker's acceptor backs off on its own
+// (no busy loop, the warning rate-limited), and both accept again once descriptors are free.
+TEST_P(ScaleOut, PerWorkerAcceptorsBackOffAtTheFdLimitAndRecover) {
+  constexpr size_t kClients = 600;
+  if (kSanitized) GTEST_SKIP() << "sanitizer runtimes need file descriptors the test takes away";
+  if (!raise_fd_limit(kClients + 256)) GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised";
+  ServerProcess::Options options;
+  options.nofile_limit = 256;
+  options.overrides = on_backend(
+      {"server.acceptors=per_worker", "server.thread_num=2", "server.read_timeout_ms=0"});
+  ServerProcess server(options);
+  UCP_START_SERVER(server);
+  std::vector<UniqueFd> clients;
+  for (size_t i = 0; i < kClients; ++i) {
+    auto fd = connect_loopback(server.port(), 5000);
+    if (!fd) break;  // a full listen backlog is the kernel's limit, not a failure
+    clients.push_back(std::move(*fd));
+  }
+  ASSERT_GE(clients.size(), 300u) << "too few connections to exhaust 256 descriptors";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // both acceptors hit EMFILE
+  ASSERT_TRUE(server.alive()) << server.output_tail();
+  const double cpu_before = server.cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double cpu_used = server.cpu_seconds() - cpu_before;
+  EXPECT_LT(cpu_used, 1.0) << "server burned " << cpu_used << " s of CPU in 2 s at the fd limit";
+  EXPECT_LE(server.fd_count(), 256);
+  EXPECT_LT(server.count_output_lines(""), 2000u) << "the accept error is not rate-limited";
+  EXPECT_GE(server.count_output_lines("pausing accepts"), 1u) << server.output_tail();
+  clients.clear();
+  // Accepting resumes once descriptors are free (after the back-off and the backlog drains).
+  EXPECT_EQ(echo_connections(server.port(), 100, 16), 100) << server.output_tail();
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
