@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <new>
 
+#include "ucp/http/HttpServer.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/SocketActivation.h"
 #include "ucp/version.h"
@@ -115,6 +116,7 @@ ServerOptions ServerMain::server_options() const {
   options.max_connections = c.max_connections;
   options.listen.backlog = c.backlog;
   options.listen.reuse_port = c.reuse_port;
+  options.acceptors = c.acceptors == "per_worker" ? Acceptors::kPerWorker : Acceptors::kMain;
   options.tcp_nodelay = c.tcp_nodelay;
   options.shutdown_timeout_ms = c.shutdown_timeout_ms;
   options.msg_ring_handoff = config_.event_loop.msg_ring_handoff;  // kept in [event_loop]
@@ -124,7 +126,17 @@ ServerOptions ServerMain::server_options() const {
   return options;
 }
 
-int ServerMain::serve(TcpServer& server, std::string_view what) {
+int ServerMain::serve(http::HttpServer& server, std::string_view what) {
+  return serve(server.tcp(), what, [&server] {
+    uint64_t answered = 0;
+    for (const http::WorkerStats& worker : server.stats()) {
+      for (uint64_t count : worker.responses) answered += count;
+    }
+    return answered;
+  });
+}
+
+int ServerMain::serve(TcpServer& server, std::string_view what, RequestCounter requests) {
   // The server owns the inherited socket from start() on, whatever happens.
   const bool socket_activated = !inherited_.empty();
   if (socket_activated) (void)inherited_.front().release();
@@ -155,6 +167,10 @@ int ServerMain::serve(TcpServer& server, std::string_view what) {
   LOG_INFO("{} ({}) {}", config_.server.name, what, server.describe_loops());
   ConfigReloader reloader(config_path_, overrides_, config_);
   server.main_loop().spawn(watch_signals(server, signal_fd_.get(), reloader));
+  if (config_.log.stats_interval_ms > 0) {
+    server.main_loop().spawn(log_stats(
+        server, std::chrono::milliseconds(config_.log.stats_interval_ms), std::move(requests)));
+  }
   LOG_INFO("listening on {}{}", server.local_address().to_string(),
            socket_activated ? " (socket passed by the service manager)" : "");
   server.run();

@@ -5,7 +5,7 @@
 //     return ucp::app::ServerMain::guarded("http_server", [&](ucp::app::ServerMain& app) {
 //       if (auto exit_code = app.setup(argc, argv)) return *exit_code;  // usage, config, log
 //       ucp::http::HttpServer server(app.server_options(), app.loop_options(), ...);
-//       return app.serve(server.tcp(), "http");                          // start, run, stop
+//       return app.serve(server, "http");                                // start, run, stop
 //     });
 //   }
 //
@@ -21,7 +21,8 @@
 // - Socket activation: a listening socket passed by a service manager (LISTEN_FDS,
 //   LISTEN_PID) is adopted instead of binding server.ip:server.port.
 // - Logs the version, the start-up memory, the backend line of the worker loops, and
-//   "listening on IP:PORT" at INFO once the server accepts connections.
+//   "listening on IP:PORT" at INFO once the server accepts connections; with
+//   log.stats_interval_ms, one stats line per interval (StatsLog.h).
 //
 // Thread contract: the main thread, before any other thread starts (setup blocks signals
 // for the threads created later).
@@ -34,6 +35,12 @@
 #include "ucp/base/UniqueFd.h"
 #include "ucp/config/Config.h"
 #include "ucp/net/TcpServer.h"
+
+#include "StatsLog.h"
+
+namespace ucp::http {
+class HttpServer;
+}
 
 namespace ucp::app {
 
@@ -63,8 +70,10 @@ class ServerMain {
 
   /// Starts `server`, runs it until a stop signal and a graceful stop, shuts the logger down.
   /// Returns the exit code: 0, or 1 when the server could not start. `what` names the service
-  /// in the start-up log line.
-  int serve(TcpServer& server, std::string_view what);
+  /// in the start-up log line; `requests` feeds the stats line's request count.
+  int serve(TcpServer& server, std::string_view what, RequestCounter requests = {});
+  /// The same for an HTTP server; the stats line counts its responses as requests.
+  int serve(http::HttpServer& server, std::string_view what);
 
   /// For a configuration error found after setup (a bad value only this program checks):
   /// prints "<program>: <what>" and returns 2.

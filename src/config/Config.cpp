@@ -94,8 +94,9 @@ struct Key {
   Show show;
 };
 
-template <class Section, class T>
-Show shown(Section Config::*section, T Section::*field) {
+// `Owner` is the section's type or a base of it (LogConfig's fields from LogOptions).
+template <class Section, class Owner, class T>
+Show shown(Section Config::*section, T Owner::*field) {
   return [=](const Config& config) -> std::string {
     const T& value = (config.*section).*field;
     if constexpr (std::is_same_v<T, bool>) {
@@ -139,8 +140,8 @@ std::string parse_unsigned(std::string_view value, uint64_t min, uint64_t max, S
   return {};
 }
 
-template <class Section, class T>
-Apply unsigned_key(Section Config::*section, T Section::*field, uint64_t min, uint64_t max,
+template <class Section, class Owner, class T>
+Apply unsigned_key(Section Config::*section, T Owner::*field, uint64_t min, uint64_t max,
                    Shape shape = Shape::kAny) {
   assert(max <= std::numeric_limits<T>::max());
   return [=](Config& config, std::string_view value) {
@@ -159,8 +160,8 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-template <class Section>
-Apply bool_key(Section Config::*section, bool Section::*field) {
+template <class Section, class Owner>
+Apply bool_key(Section Config::*section, bool Owner::*field) {
   return [=](Config& config, std::string_view value) -> std::string {
     auto word = lower(value);
     bool result;
@@ -178,8 +179,8 @@ Apply bool_key(Section Config::*section, bool Section::*field) {
 
 enum class Empty : uint8_t { kAllowed, kRefused };
 
-template <class Section>
-Apply string_key(Section Config::*section, std::string Section::*field, Empty empty) {
+template <class Section, class Owner>
+Apply string_key(Section Config::*section, std::string Owner::*field, Empty empty) {
   return [=](Config& config, std::string_view value) -> std::string {
     if (value.empty() && empty == Empty::kRefused) return "empty value";
     (config.*section).*field = std::string(value);
@@ -192,7 +193,7 @@ Apply string_key(Section Config::*section, std::string Section::*field, Empty em
 const std::vector<Key>& keys() {
   using S = ServerConfig;
   using E = EventLoopConfig;
-  using L = LogOptions;
+  using L = LogConfig;
   using H = HttpConfig;
   constexpr auto kServer = &Config::server;
   constexpr auto kLoop = &Config::event_loop;
@@ -234,6 +235,15 @@ const std::vector<Key>& keys() {
       {"server", "backlog", unsigned_key(kServer, &S::backlog, 1, 65535),
        shown(kServer, &S::backlog)},
       {"server", "reuse_port", bool_key(kServer, &S::reuse_port), shown(kServer, &S::reuse_port)},
+      {"server", "acceptors",
+       [](Config& config, std::string_view value) -> std::string {
+         if (value != "main" && value != "per_worker") {
+           return quoted(value) + " is not an acceptor mode (use main or per_worker)";
+         }
+         config.server.acceptors = std::string(value);
+         return {};
+       },
+       shown(kServer, &S::acceptors)},
       {"server", "tcp_nodelay", bool_key(kServer, &S::tcp_nodelay),
        shown(kServer, &S::tcp_nodelay)},
       {"server", "shutdown_timeout_ms", unsigned_key(kServer, &S::shutdown_timeout_ms, 0, 3600000),
@@ -315,6 +325,8 @@ const std::vector<Key>& keys() {
          return {};
        },
        shown(kLog, &L::queue_full_policy)},
+      {"log", "stats_interval_ms", unsigned_key(kLog, &L::stats_interval_ms, 0, 86400000),
+       shown(kLog, &L::stats_interval_ms)},
 
       {"http", "root", string_key(kHttp, &H::root, Empty::kRefused), shown(kHttp, &H::root)},
       {"http", "index",

@@ -56,8 +56,9 @@ std::string load_error(const std::string& path) {
   return loaded ? "" : loaded.error().message;
 }
 
-void expect_default_log(const LogOptions& log) {
-  LogOptions defaults;
+void expect_default_log(const LogConfig& log) {
+  LogConfig defaults;
+  EXPECT_EQ(log.stats_interval_ms, defaults.stats_interval_ms);
   EXPECT_EQ(log.level, defaults.level);
   EXPECT_EQ(log.file, defaults.file);
   EXPECT_EQ(log.max_size, defaults.max_size);
@@ -161,6 +162,7 @@ TEST(Config, ShippedConfigNamesEveryKey) {
                           "max_connections",
                           "backlog",
                           "reuse_port",
+                          "acceptors",
                           "tcp_nodelay",
                           "shutdown_timeout_ms",
                           "max_output_bytes",
@@ -187,6 +189,7 @@ TEST(Config, ShippedConfigNamesEveryKey) {
                           "flush_interval_ms",
                           "queue_capacity",
                           "queue_full_policy",
+                          "stats_interval_ms",
                           "root",
                           "index",
                           "max_request_line_bytes",
@@ -212,6 +215,7 @@ protocol = http
 max_connections = 7
 backlog = 128
 reuse_port = yes
+acceptors = per_worker
 tcp_nodelay = no
 shutdown_timeout_ms = 250
 max_output_bytes = 4294967296
@@ -241,6 +245,7 @@ console = false
 flush_interval_ms = 1
 queue_capacity = 16
 queue_full_policy = drop
+stats_interval_ms = 86400000
 [http]
 root = /srv/www
 index = default.htm
@@ -262,6 +267,7 @@ send_timeout_ms = 1
   EXPECT_EQ(s.max_connections, 7u);
   EXPECT_EQ(s.backlog, 128u);
   EXPECT_TRUE(s.reuse_port);
+  EXPECT_EQ(s.acceptors, "per_worker");
   EXPECT_FALSE(s.tcp_nodelay);
   EXPECT_EQ(s.shutdown_timeout_ms, 250u);
   EXPECT_EQ(s.max_output_bytes, 4294967296u);
@@ -280,7 +286,7 @@ send_timeout_ms = 1
   EXPECT_FALSE(e.defer_taskrun);
   EXPECT_EQ(e.cqe_batch, 7u);
   EXPECT_TRUE(e.msg_ring_handoff);
-  const LogOptions& l = config.log;
+  const LogConfig& l = config.log;
   EXPECT_EQ(l.level, LogLevel::kTrace);
   EXPECT_EQ(l.file, "");
   EXPECT_EQ(l.max_size, 0u);
@@ -291,6 +297,7 @@ send_timeout_ms = 1
   EXPECT_EQ(l.flush_interval_ms, 1u);
   EXPECT_EQ(l.queue_capacity, 16u);
   EXPECT_EQ(l.queue_full_policy, QueueFullPolicy::kDrop);
+  EXPECT_EQ(l.stats_interval_ms, 86400000u);
   const HttpConfig& h = config.http;
   EXPECT_EQ(h.root, "/srv/www");
   EXPECT_EQ(h.index, "default.htm");
@@ -301,7 +308,7 @@ send_timeout_ms = 1
   EXPECT_EQ(h.keepalive_timeout_ms, 86400000u);
   EXPECT_EQ(h.send_timeout_ms, 1u);
   // Every key differs from its default here, so every key is listed as a change.
-  EXPECT_EQ(Config::changes(Config{}, config).size(), 44u);
+  EXPECT_EQ(Config::changes(Config{}, config).size(), 46u);
 }
 
 TEST(Config, ChangesListEachDifferingKeyWithBothValues) {
@@ -491,6 +498,11 @@ TEST(Config, ErrorsNameFileLineKeyAndProblem) {
        "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo or http)"},
       {"[server]\nprotocol = HTTP\n",
        "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo or http)"},
+      {"[server]\nacceptors = workers\n",
+       "ucp.conf:2: server.acceptors: \"workers\" is not an acceptor mode (use main or "
+       "per_worker)"},
+      {"[log]\nstats_interval_ms = 86400001\n",
+       "ucp.conf:2: log.stats_interval_ms: 86400001 is out of range [0, 86400000]"},
       {"[event_loop]\nbackend = uring\n",
        "ucp.conf:2: event_loop.backend: \"uring\" is not a backend (use auto, io_uring or "
        "epoll)"},

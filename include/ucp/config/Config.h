@@ -34,7 +34,8 @@ struct ServerConfig {
   std::string protocol = "echo";        // echo | http
   uint32_t max_connections = 100000;    // 1..16777216; beyond it new connections are closed
   uint32_t backlog = 4096;              // 1..65535 listen(2) backlog (kernel caps: somaxconn)
-  bool reuse_port = false;              // SO_REUSEPORT on the listening socket
+  bool reuse_port = false;              // SO_REUSEPORT: other processes may share the port
+  std::string acceptors = "main";       // main | per_worker: who accepts (docs/config.md)
   bool tcp_nodelay = true;              // TCP_NODELAY on accepted sockets
   uint32_t shutdown_timeout_ms = 5000;  // 0..3600000 graceful stop deadline after SIGINT/TERM
   uint64_t max_output_bytes = 4194304;  // 1024..4294967296 queued output before the writer waits
@@ -78,10 +79,13 @@ struct HttpConfig {
   bool operator==(const HttpConfig&) const = default;
 };
 
-// [log] is ucp::LogOptions (log/Logger.h). Keys and ranges: level (TRACE..FATAL), file (empty =
-// no file), max_size 0..1099511627776 (0 = never roll), max_files 0..1000, daily, async,
-// console, flush_interval_ms 1..60000, queue_capacity 16..16777216, queue_full_policy
-// block | drop.
+/// [log]: the logger's options (ucp::LogOptions, log/Logger.h: level TRACE..FATAL, file (empty
+/// = no file), max_size 0..1099511627776 (0 = never roll), max_files 0..1000, daily, async,
+/// console, flush_interval_ms 1..60000, queue_capacity 16..16777216, queue_full_policy
+/// block | drop), and what the server binaries log on their own.
+struct LogConfig : LogOptions {
+  uint32_t stats_interval_ms = 0;  // 0..86400000 one stats line at INFO this often; 0 = none
+};
 
 /// The machine a configuration is checked against.
 struct MachineLimits {
@@ -108,7 +112,7 @@ struct Config {
 
   ServerConfig server;
   EventLoopConfig event_loop;
-  LogOptions log;
+  LogConfig log;
   HttpConfig http;
 
   /// Reads `path` (a regular file of at most kMaxFileBytes), then applies `overrides`
