@@ -148,6 +148,36 @@ TEST(Config, ShippedConfigLoadsWithSmallMachineDefaults) {
   expect_defaults(config);
 }
 
+// docs/config.md's key tables state every default: written out as a config file, their
+// default column must give exactly Config{} (and every key there must exist).
+TEST(Config, DocumentedDefaultsAreTheCodeDefaults) {
+  std::ifstream file(UCP_SOURCE_DIR "/docs/config.md");
+  ASSERT_TRUE(file) << "docs/config.md not found";
+  std::string ini;
+  std::string line;
+  size_t keys = 0;
+  while (std::getline(file, line)) {
+    // A section's table follows its heading: #### `[server]`
+    if (line.rfind("#### `[", 0) == 0) {
+      ini += line.substr(6, line.find(']') - 5) + "\n";
+      continue;
+    }
+    // | `key` | `default` | range | meaning |
+    if (line.rfind("| `", 0) != 0) continue;
+    const size_t key_end = line.find('`', 3);
+    const size_t value_begin = line.find("| `", key_end);
+    ASSERT_NE(value_begin, std::string::npos) << line;
+    const size_t value_end = line.find('`', value_begin + 3);
+    ini += line.substr(3, key_end - 3) + " = " +
+           line.substr(value_begin + 3, value_end - value_begin - 3) + "\n";
+    ++keys;
+  }
+  EXPECT_GE(keys, 40u) << "the key tables were not found in docs/config.md";
+  auto documented = Config::parse(ini, "docs/config.md");
+  ASSERT_TRUE(documented) << documented.error().message << "\n" << ini;
+  expect_defaults(*documented);
+}
+
 TEST(Config, ShippedConfigNamesEveryKey) {
   std::ifstream file(UCP_SOURCE_DIR "/config/ucp.conf");
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());

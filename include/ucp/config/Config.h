@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "ucp/base/Defaults.h"
 #include "ucp/base/Result.h"
 #include "ucp/log/Logger.h"
 
@@ -26,40 +27,49 @@ namespace ucp {
 
 /// [server]
 struct ServerConfig {
-  std::string name = "TcpServer";       // non-empty; shown in logs
-  std::string ip = "0.0.0.0";           // numeric IPv4 or IPv6 address (inet_pton): ::1, ::
-  uint16_t port = 8888;                 // 0..65535; 0 = any free port (the log line names it)
-  uint32_t thread_num = 1;              // 0..1024 worker loops; 0 = one per CPU
-  uint32_t read_timeout_ms = 5000;      // 0..86400000 idle read timeout; 0 = none
-  std::string protocol = "echo";        // echo | http
-  uint32_t max_connections = 100000;    // 1..16777216; beyond it new connections are closed
-  uint32_t backlog = 4096;              // 1..65535 listen(2) backlog (kernel caps: somaxconn)
-  bool reuse_port = false;              // SO_REUSEPORT: other processes may share the port
-  std::string acceptors = "main";       // main | per_worker: who accepts (docs/config.md)
-  bool tcp_nodelay = true;              // TCP_NODELAY on accepted sockets
-  uint32_t shutdown_timeout_ms = 5000;  // 0..3600000 graceful stop deadline after SIGINT/TERM
-  uint64_t max_output_bytes = 4194304;  // 1024..4294967296 queued output before the writer waits
-  uint32_t max_request_bytes = 65536;   // 1024..16777216 http: largest request head (else 431)
+  std::string name = "TcpServer";   // non-empty; shown in logs
+  std::string ip = defaults::kIp;   // numeric IPv4 or IPv6 address (inet_pton): ::1, ::
+  uint16_t port = defaults::kPort;  // 0..65535; 0 = any free port (the log line names it)
+  uint32_t thread_num = defaults::kThreadNum;           // 0..1024 worker loops; 0 = one per CPU
+  uint32_t read_timeout_ms = defaults::kReadTimeoutMs;  // 0..86400000 idle read timeout; 0 = none
+  std::string protocol = "echo";                        // echo | http
+  uint32_t max_connections =
+      defaults::kMaxConnections;             // 1..16777216; beyond it new connections are closed
+  uint32_t backlog = defaults::kBacklog;     // 1..65535 listen(2) backlog (kernel caps: somaxconn)
+  bool reuse_port = defaults::kReusePort;    // SO_REUSEPORT: other processes may share the port
+  std::string acceptors = "main";            // main | per_worker: who accepts (docs/config.md)
+  bool tcp_nodelay = defaults::kTcpNoDelay;  // TCP_NODELAY on accepted sockets
+  uint32_t shutdown_timeout_ms =
+      defaults::kShutdownTimeoutMs;  // 0..3600000 graceful stop deadline after SIGINT/TERM
+  uint64_t max_output_bytes =
+      defaults::kMaxOutputBytes;       // 1024..4294967296 queued output before the writer waits
+  uint32_t max_request_bytes = 65536;  // 1024..16777216 http: largest request head (else 431)
 
   bool operator==(const ServerConfig&) const = default;
 };
 
 /// [event_loop]
 struct EventLoopConfig {
-  std::string backend = "auto";             // auto | io_uring | epoll (auto: epoll where
-                                            // io_uring is blocked, with one WARN saying why)
-  uint32_t ring_entries = 4096;             // pow2 8..32768 SQ entries per ring (CQ: 2x or more)
-  bool sqpoll = false;                      // IORING_SETUP_SQPOLL, one shared kernel thread
-  uint32_t sqpoll_idle_ms = 50;             // 0..60000 SQPOLL thread sleeps after this idle time
-  uint32_t registered_buffers_count = 0;    // 0..16384 fixed buffers per worker ring; 0 = off
-  uint32_t registered_buffer_size = 4096;   // 64..1048576 bytes each
-  uint32_t pending_queue_capacity = 65536;  // 0..16777216 SQEs waiting when the SQ is full
-  bool multishot_recv = true;               // multishot recv + provided buffer ring when probed
-  uint32_t provided_buffers_count = 4096;   // pow2 1..32768 buffers in each loop's buffer ring
-  uint32_t provided_buffer_size = 4096;     // 64..1048576 bytes each
-  bool defer_taskrun = true;                // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN
-  uint32_t cqe_batch = 0;                   // 0..65536 CQEs handled per loop iteration; 0 = all
-  bool msg_ring_handoff = false;            // pass accepted fds with IORING_OP_MSG_RING
+  std::string backend = "auto";  // auto | io_uring | epoll (auto: epoll where
+                                 // io_uring is blocked, with one WARN saying why)
+  uint32_t ring_entries =
+      defaults::kRingEntries;       // pow2 8..32768 SQ entries per ring (CQ: 2x or more)
+  bool sqpoll = defaults::kSqpoll;  // IORING_SETUP_SQPOLL, one shared kernel thread
+  uint32_t sqpoll_idle_ms =
+      defaults::kSqpollIdleMs;  // 0..60000 SQPOLL thread sleeps after this idle time
+  uint32_t registered_buffers_count =
+      defaults::kRegisteredBuffersCount;  // 0..16384 fixed buffers per worker ring; 0 = off
+  uint32_t registered_buffer_size = defaults::kRegisteredBufferSize;  // 64..1048576 bytes each
+  uint32_t pending_queue_capacity =
+      defaults::kPendingQueueCapacity;  // 0..16777216 SQEs waiting when the SQ is full
+  bool multishot_recv =
+      defaults::kMultishotRecv;  // multishot recv + provided buffer ring when probed
+  uint32_t provided_buffers_count =
+      defaults::kProvidedBuffersCount;  // pow2 1..32768 buffers in each loop's buffer ring
+  uint32_t provided_buffer_size = defaults::kProvidedBufferSize;  // 64..1048576 bytes each
+  bool defer_taskrun = defaults::kDeferTaskrun;  // IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN
+  uint32_t cqe_batch = defaults::kCqeBatch;  // 0..65536 CQEs handled per loop iteration; 0 = all
+  bool msg_ring_handoff = defaults::kMsgRingHandOff;  // pass accepted fds with IORING_OP_MSG_RING
 
   bool operator==(const EventLoopConfig&) const = default;
 };
@@ -67,14 +77,18 @@ struct EventLoopConfig {
 /// [http]: bin/http_server (and proactor_test's http protocol): limits and timeouts of the
 /// HTTP/1.1 layer, and where static files come from.
 struct HttpConfig {
-  std::string root = "www";                // non-empty; static files, relative to the cwd
-  std::string index = "index.html";        // non-empty file name (no '/'): a directory's page
-  uint32_t max_request_line_bytes = 8192;  // 256..1048576 method + target + version (else 414)
-  uint32_t max_header_bytes = 16384;       // 1024..16777216 header fields (else 431)
-  uint64_t max_body_bytes = 1048576;       // 0..1073741824 request body (else 413)
-  uint32_t header_timeout_ms = 10000;      // 0..3600000 first byte to end of head (408); 0 = none
-  uint32_t keepalive_timeout_ms = 75000;   // 0..86400000 idle keep-alive connection; 0 = none
-  uint32_t send_timeout_ms = 60000;        // 0..86400000 peer takes nothing this long; 0 = none
+  std::string root = "www";          // non-empty; static files, relative to the cwd
+  std::string index = "index.html";  // non-empty file name (no '/'): a directory's page
+  uint32_t max_request_line_bytes =
+      defaults::kMaxRequestLineBytes;  // 256..1048576 method + target + version (else 414)
+  uint32_t max_header_bytes = defaults::kMaxHeaderBytes;  // 1024..16777216 header fields (else 431)
+  uint64_t max_body_bytes = defaults::kMaxBodyBytes;      // 0..1073741824 request body (else 413)
+  uint32_t header_timeout_ms =
+      defaults::kHeaderTimeoutMs;  // 0..3600000 first byte to end of head (408); 0 = none
+  uint32_t keepalive_timeout_ms =
+      defaults::kKeepaliveTimeoutMs;  // 0..86400000 idle keep-alive connection; 0 = none
+  uint32_t send_timeout_ms =
+      defaults::kSendTimeoutMs;  // 0..86400000 peer takes nothing this long; 0 = none
 
   bool operator==(const HttpConfig&) const = default;
 };

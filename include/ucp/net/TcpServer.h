@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "ucp/base/Defaults.h"
 #include "ucp/base/UniqueFd.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
@@ -52,23 +53,23 @@ enum class Acceptors : uint8_t {
 };
 
 struct ServerOptions {
-  std::string ip = "0.0.0.0";
-  uint16_t port = 8888;
-  uint32_t thread_num = 1;          // 0 = one per CPU
-  uint32_t read_timeout_ms = 5000;  // 0 = none
-  uint32_t max_connections = 100000;
+  std::string ip = defaults::kIp;
+  uint16_t port = defaults::kPort;
+  uint32_t thread_num = defaults::kThreadNum;           // 0 = one per CPU
+  uint32_t read_timeout_ms = defaults::kReadTimeoutMs;  // 0 = none
+  uint32_t max_connections = defaults::kMaxConnections;
   ListenOptions listen;
-  bool tcp_nodelay = true;
+  bool tcp_nodelay = defaults::kTcpNoDelay;
   // Graceful stop: how long connections get to finish; also how long close() waits for a
   // peer that takes none of its queued output before dropping it.
-  uint32_t shutdown_timeout_ms = 5000;
+  uint32_t shutdown_timeout_ms = defaults::kShutdownTimeoutMs;
   // Hand accepted fds to workers with IORING_OP_MSG_RING instead of post + eventfd
   // ([event_loop] msg_ring_handoff). Without kernel support: one warning, then post.
-  bool msg_ring_handoff = false;
-  uint64_t max_output_bytes = 4194304;  // per connection: write() waits above it
+  bool msg_ring_handoff = defaults::kMsgRingHandOff;
+  uint64_t max_output_bytes = defaults::kMaxOutputBytes;  // per connection: write() waits above it
   // Output that waits this long for the peer to take a byte fails with timed_out and the
   // connection stops reading (its handler then returns and it closes). 0 = never.
-  uint32_t write_timeout_ms = 0;
+  uint32_t write_timeout_ms = defaults::kWriteTimeoutMs;
   // An already-listening TCP socket to accept on instead of binding ip:port (socket
   // activation: ucp/net/SocketActivation.h); -1 = bind. start() takes ownership of it, and
   // ip, port and listen are then unused. One socket cannot be split per worker: with
