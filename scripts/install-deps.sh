@@ -7,7 +7,7 @@ set -euo pipefail
 packages_for() {
   case "$1" in
     core) echo "cmake g++ make pkg-config liburing-dev libfmt-dev libgtest-dev libgmock-dev" ;;
-    bench) echo "libbenchmark-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3" ;;
+    bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3" ;;
     memcheck) echo "valgrind" ;;
     format) echo "clang-format-16" ;;
     *) echo "install-deps: unknown group '$1'" >&2; exit 2 ;;
