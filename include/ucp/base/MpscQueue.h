@@ -5,18 +5,18 @@
 // Layout: a chain of 4 KiB blocks. A block is a header, one ready flag per slot, then the
 // slots, each value on its own cache line when it is 64 bytes (a UniqueFunction<void()>).
 //
-//    head_, head_index_ (consumer)          tail_ = address of the tail block | next index
-//      v                                      v
+//    head_, head_index_ (consumer)         tail_ = claimed slots << 48 | tail block address
+//      v                                     v
 //    [next|refs|flags|slot ... slot] -> [next|refs|flags|slot slot ...      ] -> null
 //
-// Push. One fetch_add on tail_ claims a slot. Blocks are 4096-aligned, so the word's low 12
-// bits are the slot index and the rest is the block: one atomic operation names both, and no
-// producer ever walks the chain. The producer moves its value into the slot and sets the
-// slot's flag (release). A claim past the last slot is "late": that producer links a next
-// block (a spare the consumer handed back, or a new one; the first CAS on `next` wins) and
-// swings tail_ to it with one CAS, taking slot 0 for itself. Every late producer of a block
-// can do the swing, so none waits for another: push is lock-free, and wait-free except at
-// block switches.
+// Push. One fetch_add on tail_ claims a slot. The word holds the tail block's address in its
+// low 48 bits and the number of claims on that block in its high 16, so one atomic operation
+// names both the block and the slot, and no producer ever walks the chain. The producer moves its
+// value into the slot and sets the slot's flag (release). A claim past the last slot is "late":
+// that producer links a next block (a spare the consumer handed back, or a new one; the first CAS
+// on `next` wins) and swings tail_ to it with one CAS, taking slot 0 for itself. Every late
+// producer of a block can do the swing, so none waits for another: push is lock-free, and wait-free
+// except at block switches.
 //
 // Pop. The consumer reads slots in claim order: it waits for the flag of the next slot, moves
 // the value out, clears the flag, and at the end of a block follows `next`. A producer's
@@ -48,8 +48,11 @@
 //
 // Progress and limits. A producer preempted between its claim and its flag store holds the
 // consumer at that slot (pop reports nothing; maybe_nonempty stays true) but no producer.
-// Late claims on one block must fit in the 12 index bits: at most 4096 - kSlots (at least
-// 3584) threads may be inside push at one block switch.
+// Block addresses must fit in 48 bits: Linux gives user space addresses below 2^47 (2^48
+// on arm64) unless a program asks for more, but a heap that tags its pointers (arm64 MTE
+// heap tagging) does not fit, and the first block allocation aborts with a message. Late
+// claims on one block must fit in the 16 index bits: up to 65536 - kSlots threads may be
+// inside push at one block switch.
 //
 // Why this design: see the measurements in docs/micro-benchmarks.md (bench/micro/queue_micro).
 
@@ -57,6 +60,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <optional>
@@ -91,7 +96,7 @@ class MpscQueue {
   void push(T&& value) {
     for (;;) {
       // seq_cst: the sleep check pairs with this (see "Sleep check" above).
-      const uintptr_t claim = tail_.fetch_add(1, std::memory_order_seq_cst);
+      const uintptr_t claim = tail_.fetch_add(kOneClaim, std::memory_order_seq_cst);
       Block* block = block_of(claim);
       const size_t index = index_of(claim);
       if (index < kSlots) [[likely]] {
@@ -129,11 +134,12 @@ class MpscQueue {
   }
 
  private:
-  static constexpr size_t kBlockAlign = 4096;  // the claim word's low 12 bits: slot index
+  // tail_ = block address (low 48 bits) | claimed slots (high 16 bits).
+  static constexpr int kIndexShift = 48;
+  static constexpr uintptr_t kOneClaim = uintptr_t{1} << kIndexShift;
   static constexpr size_t kBlockBytes = 4096;
   static constexpr size_t kHeaderBytes = 2 * sizeof(void*);
   static constexpr size_t kValueAlign = std::max<size_t>(alignof(T), 64);
-  static constexpr size_t kMaxSlots = 512;  // leaves 3584 index values for late claims
   static constexpr size_t kHandoffSlots = 2;
   static constexpr size_t kIdleSpares = 2;
 
@@ -141,12 +147,12 @@ class MpscQueue {
   static constexpr size_t block_bytes(size_t slots) {
     return round_up(kHeaderBytes + slots, kValueAlign) + slots * sizeof(T);
   }
-  static_assert(kValueAlign <= kBlockAlign, "over-aligned payloads are not supported");
   static constexpr size_t kSlots = [] {
     size_t slots = 1;  // a T bigger than a block gets a block of its own
-    while (slots < kMaxSlots && block_bytes(slots + 1) <= kBlockBytes) ++slots;
+    while (block_bytes(slots + 1) <= kBlockBytes) ++slots;
     return slots;
   }();
+  static_assert(sizeof(uintptr_t) == 8, "tail_ packs a 48-bit address and a 16-bit index");
 
   struct Block {
     std::atomic<Block*> next{nullptr};
@@ -163,22 +169,25 @@ class MpscQueue {
       ready[index].store(true, std::memory_order_release);
     }
     static Block* create() {
-      return ::new (::operator new(sizeof(Block), std::align_val_t{kBlockAlign})) Block;
+      auto* block = new Block;
+      if ((reinterpret_cast<uintptr_t>(block) >> kIndexShift) != 0) {
+        // Linux gives user space addresses below 2^47 (2^48 on arm64) unless asked for
+        // more; a heap that tags its pointers (arm64 MTE heap tagging) breaks the packing.
+        std::fputs("ucp::MpscQueue: heap address above 2^48 (tagged heap?)\n", stderr);
+        std::abort();
+      }
+      return block;
     }
-    static void destroy(Block* block) noexcept {
-      if (block == nullptr) return;
-      block->~Block();
-      ::operator delete(block, std::align_val_t{kBlockAlign});
-    }
+    static void destroy(Block* block) noexcept { delete block; }
   };
 
   static uintptr_t pack(Block* block, size_t index) noexcept {
-    return reinterpret_cast<uintptr_t>(block) + index;
+    return reinterpret_cast<uintptr_t>(block) | (uintptr_t{index} << kIndexShift);
   }
   static Block* block_of(uintptr_t word) noexcept {
-    return reinterpret_cast<Block*>(word & ~uintptr_t{kBlockAlign - 1});
+    return reinterpret_cast<Block*>(word & (kOneClaim - 1));
   }
-  static size_t index_of(uintptr_t word) noexcept { return word & (kBlockAlign - 1); }
+  static size_t index_of(uintptr_t word) noexcept { return word >> kIndexShift; }
 
   // Our claim on `full` came after its last slot; it counts as one reference to `full`.
   // Returns true once `value` is queued, false to claim again on the new tail block.
