@@ -3,14 +3,20 @@
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CONFIG ?= config/ucp.conf
+FUZZ_SECONDS ?= 600
 WERROR ?= ON
 
-.PHONY: all deps build run test test-release test-asan test-tsan bench memcheck soak format format-check clean
+.PHONY: all deps test-deps build run run-http test test-release test-asan test-tsan fuzz-build test-fuzz fuzz bench memcheck soak format format-check clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh core
+
+# What the tests use besides the build: curl (HTTP clients in the integration tests), clang
+# and its runtime libraries (libFuzzer).
+test-deps:
+	@scripts/install-deps.sh core test
 
 build: deps
 	@cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
@@ -19,15 +25,21 @@ build: deps
 run: build
 	bin/proactor_test $(CONFIG)
 
+# bin/http_server on port 8888, serving www/ (created with a small index.html if absent).
+run-http: build
+	@mkdir -p www
+	@[ -e www/index.html ] || printf '<!doctype html>\n<title>UCP</title>\n<h1>It works</h1>\n<p>Served by bin/http_server from www/.</p>\n' >www/index.html
+	bin/http_server $(CONFIG)
+
 # Unit + integration tests on the release build, the whole suite again under
 # AddressSanitizer + UBSan (LeakSanitizer on), then the cross-thread tests under TSan.
-test: test-release test-asan test-tsan
+test: test-release test-asan test-tsan test-fuzz
 	@echo "make test: all passes green"
 
-test-release: build
+test-release: build test-deps
 	cd build/release && ctest --output-on-failure -j $(JOBS) --timeout 300
 
-test-asan: deps
+test-asan: test-deps
 	@cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUCP_SANITIZE=address -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build/asan -j $(JOBS)
 	cd build/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -37,6 +49,17 @@ test-tsan: deps
 	@cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUCP_SANITIZE=thread -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build/tsan -j $(JOBS)
 	cd build/tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads -j $(JOBS) --timeout 600
+
+# The libFuzzer harnesses (clang, ASan+UBSan): a short run in make test, a long one in make fuzz.
+fuzz-build: test-deps
+	@cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUCP_SANITIZE=address -DUCP_FUZZ=ON -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build/fuzz -j $(JOBS) --target http_request_fuzz
+
+test-fuzz: fuzz-build
+	scripts/fuzz.sh 25
+
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 bench: deps
 	@scripts/install-deps.sh bench

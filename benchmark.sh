@@ -529,30 +529,9 @@ def plot(kind, size, points, servers):
                     f.write(f"{p[2]} {med([r['qps'] for r in runs])} {med([r['p99'] for r in runs])} {med([r['rps'] for r in runs])}\n")
             f.write("\n\n")
     title = f"echo {size} B" if kind == "echo" else "HTTP wrk -t1"
-    pq = ", ".join(f"'{dat}' index {i} using 1:2 with linespoints title '{s}'" for i, s in enumerate(servers))
-    pl = ", ".join(f"'{dat}' index {i} using 1:3 with linespoints title '{s}'" for i, s in enumerate(servers))
-    pr = ", ".join(f"'{dat}' index {i} using 1:4 with linespoints title '{s}'" for i, s in enumerate(servers))
-    script = f"""set terminal pngcairo size 1500,460 font ',10' noenhanced
-set output '{png}'
-set multiplot layout 1,3 title '{title} ({stamp})'
-set logscale x
-set xlabel 'connections'
-set grid
-set key bottom left
-set ylabel 'requests/s'
-set yrange [0:*]
-plot {pq}
-set ylabel 'requests per server-CPU-second'
-plot {pr}
-set logscale y
-set ylabel 'p99 latency (us)'
-set yrange [*:*]
-set key top left
-plot {pl}
-unset multiplot
-"""
-    try:
-        subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+    try:  # scripts/plot-bench.py draws it (and redraws plots from a report's tables)
+        subprocess.run(["python3", "scripts/plot-bench.py", dat, png, f"{title} ({stamp})", *servers],
+                       text=True, check=True, capture_output=True)
         plots.append(os.path.basename(png))
         w(f"![{title}]({os.path.basename(png)})\n")
     except Exception as e:

@@ -1,9 +1,11 @@
 // The smallest UCP server: an echo service on 127.0.0.1:9000 with two worker loops.
-// Build: part of the normal build (bin/example_echo_server). Try: nc 127.0.0.1 9000
+// Build: part of the normal build (bin/example_echo_server). Try: bin/test_client normal --port
+// 9000
 //
 //   bin/example_echo_server               multishot receive into each loop's provided ring
 //   bin/example_echo_server --registered  one READ_FIXED per read into registered buffers,
 //                                         echoed back with WRITE_FIXED
+//   bin/example_echo_server --version     the UCP version it was built with
 
 #include <csignal>
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include "ucp/net/TcpServer.h"
+#include "ucp/version.h"
 
 namespace {
 
@@ -27,6 +30,10 @@ ucp::Task<> echo(ucp::TcpConnection& conn) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--version") {
+    std::printf("example_echo_server (UCP) %s\n", UCP_VERSION_STRING);
+    return 0;
+  }
   bool registered = argc > 1 && std::string_view(argv[1]) == "--registered";
   std::signal(SIGPIPE, SIG_IGN);
   // Ctrl-C stops the server gracefully: the signal is taken by a waiting thread (stop() may

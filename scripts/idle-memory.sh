@@ -7,17 +7,17 @@
 # connections - RSS before them) / N. Kernel socket memory is not in RSS and is the same for
 # every server; what differs is what the server itself keeps per connection.
 #
-#   scripts/idle-memory.sh                 # N = 10000: ucp echo, ucp http, epoll_echo, nginx
+#   scripts/idle-memory.sh                 # N = 10000: ucp echo, ucp http, http_server, epoll_echo, nginx
 #   IDLE_CONNS=2000 IDLE_SERVERS="ucp-echo nginx" scripts/idle-memory.sh
 #
 # Environment: UCP_BIN_DIR [bin], IDLE_CONNS [10000], IDLE_SERVERS
-# ["ucp-echo ucp-http epoll_echo asio_echo nginx"], NGINX [/usr/sbin/nginx].
+# ["ucp-echo ucp-http http_server epoll_echo asio_echo nginx"], NGINX [/usr/sbin/nginx].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BIN=${UCP_BIN_DIR:-$ROOT/bin}
 CONNS=${IDLE_CONNS:-10000}
-SERVERS=${IDLE_SERVERS:-ucp-echo ucp-http epoll_echo asio_echo nginx}
+SERVERS=${IDLE_SERVERS:-ucp-echo ucp-http http_server epoll_echo asio_echo nginx}
 NGINX=${NGINX:-/usr/sbin/nginx}
 SCRATCH=$(mktemp -d /tmp/ucp-idle-memory.XXXXXX)
 ulimit -n $((CONNS + 1024)) 2>/dev/null || { echo "idle-memory.sh: cannot raise the fd limit to $((CONNS + 1024))" >&2; exit 1; }
@@ -51,6 +51,12 @@ for server in $SERVERS; do
         --set server.thread_num=1 --set server.read_timeout_ms=0 --set log.console=false \
         --set log.file= >"$SCRATCH/$server.log" 2>&1 &
       ;;
+    http_server)
+      protocol=http
+      [ -x "$BIN/http_server" ] || { echo "$server: $BIN/http_server missing" >&2; continue; }
+      "$BIN/http_server" config/ucp.conf --set "server.port=$port" --set server.thread_num=1 \
+        --set http.root="$SCRATCH" --set log.console=false --set log.file= >"$SCRATCH/$server.log" 2>&1 &
+      ;;
     nginx)
       protocol=http
       [ -x "$NGINX" ] || { echo "nginx: $NGINX missing" >&2; continue; }
@@ -70,9 +76,11 @@ for server in $SERVERS; do
     ss -Hltn "sport = :$port" 2>/dev/null | grep -q LISTEN && break
     sleep 0.05
   done
-  # Warm-up: 100 connections with one round trip, so pools, rings and lazy state exist
-  # before the baseline is read.
-  python3 - "$port" 100 "$protocol" hold=0 <"/dev/null" >/dev/null
+  # Warm-up: connections with one round trip each, so pools, rings and lazy state exist
+  # before the baseline is read. UCP maps its 4096 provided buffers at start and a buffer
+  # becomes resident when the kernel first receives into it (round the ring): the warm-up
+  # uses each of them once, or their first use would count as per-connection memory.
+  python3 - "$port" 4200 "$protocol" hold=0 <"/dev/null" >/dev/null
   sleep 0.3
   before=$(rss_kb "$SERVER_PID")
   python3 - "$port" "$CONNS" "$protocol" hold=1 "$SERVER_PID" "$before" "$server" <<'EOF'

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, and nothing when they are all present.
-# Usage: scripts/install-deps.sh GROUP...   (groups: core bench memcheck format)
+# Usage: scripts/install-deps.sh GROUP...   (groups: core test bench memcheck format)
 # Never touches apt when every package of the requested groups is installed already.
 set -euo pipefail
 
 packages_for() {
   case "$1" in
-    core) echo "cmake g++ make pkg-config liburing-dev libfmt-dev libgtest-dev libgmock-dev" ;;
+    core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp" ;;
+    test) echo "curl clang libclang-rt-14-dev" ;;
     bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3" ;;
     memcheck) echo "valgrind" ;;
     format) echo "clang-format-16" ;;

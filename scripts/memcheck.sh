@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make memcheck (SPEC §3): bin/proactor_test under valgrind memcheck while `bin/test_client all`
+# make memcheck (docs/design.md, section 5): bin/proactor_test under valgrind memcheck while `bin/test_client all`
 # runs, then SIGTERM. Fails unless valgrind reports 0 bytes definitely and indirectly lost, 0
 # errors, a clean server exit and every test_client case passing.
 #

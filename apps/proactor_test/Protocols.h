@@ -1,9 +1,10 @@
 #pragma once
-// The two business protocols of bin/proactor_test (SPEC §4).
+// The two business protocols of bin/proactor_test: echo, and the "pingpong" HTTP service
+// that wrk drives (every request gets 200 "Hello, World!").
 
-#include <cstddef>
-
+#include "ucp/config/Config.h"
 #include "ucp/coro/Task.h"
+#include "ucp/http/HttpServer.h"
 #include "ucp/net/TcpConnection.h"
 
 namespace ucp::app {
@@ -11,9 +12,15 @@ namespace ucp::app {
 /// Echoes every byte back, in order, until the peer closes, errs or idles out.
 Task<> echo(TcpConnection& connection);
 
-/// The seed's "pingpong" for wrk: every complete HTTP/1.x request gets 200 OK with a short
-/// body; keep-alive, Connection: close, HTTP/1.0, pipelining, Content-Length bodies.
-/// Malformed or oversized requests get 400/413/431/501 and a close.
-Task<> http_pingpong(TcpConnection& connection, size_t max_request_bytes);
+/// The HTTP layer's limits and timeouts for the pingpong: the [http] section, with the
+/// proactor_test keys that bounded the pingpong before it ran on the layer applied on top:
+/// server.max_request_bytes is the largest header block and the largest body (and caps the
+/// request line), and server.read_timeout_ms (when not 0) caps the header, keep-alive and
+/// body timeouts.
+http::HttpOptions pingpong_options(const Config& config);
+
+/// Answers every request, whatever its method and path, with 200 "Hello, World!"; the
+/// layer does the rest (keep-alive, pipelining, bodies, refusals, timeouts).
+void add_pingpong_routes(http::Router& router);
 
 }  // namespace ucp::app

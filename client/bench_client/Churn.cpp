@@ -1,270 +1,186 @@
 #include "Churn.h"
 
-#include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
 
-#include <netinet/tcp.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-
-#include "ucp/base/UniqueFd.h"
+#include "ucp/io/Operations.h"
+#include "ucp/io/WithTimeout.h"
+#include "ucp/net/Socket.h"
+#include "ucp/net/TcpClient.h"
 
 #include "BenchSupport.h"
+#include "Pingpong.h"
 
 namespace bench {
 namespace {
 
-using ucp::UniqueFd;
+using namespace std::chrono_literals;
+using ucp::EventLoop;
+using ucp::Task;
 
-constexpr int kMaxEvents = 1024;
-constexpr int64_t kRetryBackoffNs = 10'000'000;  // after a failed connect: do not spin
-constexpr int kMaxReportedErrors = 10;           // errors printed in full
-
-/// What the main thread sets before the load threads start, and the stop flag.
-struct ChurnShared {
-  int64_t record_start_ns = 0;  // end of the warm-up: cycles finished before are not counted
-  int64_t end_ns = 0;
-  std::atomic<bool> stop{false};
-  std::atomic<int> reported_errors{0};
-};
-
-/// Counters one load thread writes and the main thread reads once per second.
-struct alignas(64) ChurnCounters {
-  std::atomic<uint64_t> cycles{0};  // connect + echo + close, verified, in the measure phase
-  std::atomic<uint64_t> verify_errors{0};
-  std::atomic<uint64_t> connect_errors{0};
-  std::atomic<uint64_t> closed_errors{0};  // reset or closed by the server before the echo
-};
-
-// One load thread: an edge-triggered epoll loop over slots first, first + step, ... Each slot
-// cycles: socket + connect -> (EPOLLOUT) send the message -> (EPOLLIN) verify the echo ->
-// close with RST -> start again at once. RST (SO_LINGER 0) leaves no TIME_WAIT socket on
-// either side: at tens of thousands of connections a second an orderly close would use up
-// the ephemeral ports within seconds.
-class ChurnThread {
+// One load thread on a UCP loop: a coroutine per slot. Each cycle: TcpClient::connect -> write
+// the message -> read the echo and verify it -> close with RST -> again at once. RST
+// (SO_LINGER 0) leaves no TIME_WAIT socket on either side: at tens of thousands of connections
+// a second an orderly close would use up the ephemeral ports within seconds. Reads are
+// single-shot (the loop has no receive buffers), so once the echo is in nothing is in flight
+// and close() is one operation.
+class UcpChurn final : public ChurnThread {
  public:
-  ChurnThread(const ChurnOptions& options, ChurnShared& shared, ChurnCounters& counters,
-              const PatternTable& pattern, int first, int step)
+  UcpChurn(const ChurnOptions& options, ChurnShared& shared, ChurnCounters& counters,
+           const PatternTable& pattern, int first, int step)
       : options_(options), shared_(shared), counters_(counters), pattern_(pattern) {
     for (int id = first; id < options.conns; id += step) {
       Slot slot;
       slot.key = splitmix64(static_cast<uint64_t>(id) | (uint64_t{1} << 40));
       slot.id = id;
-      slots_.push_back(std::move(slot));
+      slots_.push_back(slot);
     }
-    scratch_.resize(std::max<size_t>(options.size, 4096));
   }
 
-  Histogram& histogram() noexcept { return histogram_; }
+  Histogram& histogram() override { return histogram_; }
 
-  void run() {
-    epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll_) {
-      std::perror("bench_client: epoll_create1");
+  void run() override {
+    ucp::LoopOptions loop_options;
+    loop_options.backend = options_.backend;
+    auto loop = EventLoop::create(loop_options);
+    if (!loop) {
+      std::fprintf(stderr, "bench_client: %s\n",
+                   EventLoop::describe_setup_error(loop.error(), loop_options).c_str());
       counters_.connect_errors.fetch_add(slots_.size());
       return;
     }
-    int64_t now = now_ns();
-    for (size_t i = 0; i < slots_.size(); ++i) start(i, now);
-    std::vector<epoll_event> events(kMaxEvents);
-    while (!shared_.stop.load(std::memory_order_relaxed)) {
-      now = now_ns();
-      if (now >= shared_.end_ns) break;
-      retry_due(now);
-      const int n = epoll_wait(epoll_.get(), events.data(), kMaxEvents, 10);
-      if (n < 0 && errno != EINTR) {
-        std::perror("bench_client: epoll_wait");
-        break;
-      }
-      for (int e = 0; e < n; ++e) {
-        on_event(static_cast<size_t>(events[static_cast<size_t>(e)].data.u64),
-                 events[static_cast<size_t>(e)].events);
-      }
-    }
-    for (auto& slot : slots_) slot.fd.reset();  // SO_LINGER 0: RST, nothing lingers
+    loop_ = loop->get();
+    for (size_t i = 0; i < slots_.size(); ++i) loop_->spawn(cycle(i));
+    loop_->spawn(supervise());
+    loop_->run();
   }
 
  private:
-  enum class State : uint8_t { kConnecting, kEchoing, kWaitingRetry };
   struct Slot {
-    UniqueFd fd;
     int id = 0;
     uint64_t key = 0;    // pattern key: message `cycle` of this slot
     uint64_t cycle = 0;  // connections made by this slot so far
-    State state = State::kWaitingRetry;
-    int64_t started_ns = 0;  // before socket(): the latency covers connect and echo
-    int64_t retry_at_ns = 0;
-    size_t sent = 0;
-    size_t received = 0;
   };
 
-  const char* message(const Slot& slot) const noexcept {
-    return pattern_.message(slot.key, slot.cycle);
+  bool ending() const noexcept {
+    return stop_.stop_requested() || shared_.stop.load(std::memory_order_relaxed) ||
+           now_ns() >= shared_.end_ns;
   }
 
-  void start(size_t index, int64_t now) {
-    Slot& slot = slots_[index];
-    slot.started_ns = now;
-    slot.sent = 0;
-    slot.received = 0;
-    slot.fd = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!slot.fd) {
-      fail(index, counters_.connect_errors, "socket", errno);
-      return;
+  Task<> supervise() {
+    while (!shared_.stop.load(std::memory_order_relaxed)) {
+      const int64_t left = shared_.end_ns - now_ns();
+      if (left <= 0) break;
+      co_await ucp::io::sleep_for(*loop_,
+                                  std::chrono::nanoseconds(std::min<int64_t>(left, 10'000'000)));
     }
-    const int one = 1;
-    setsockopt(slot.fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    const linger reset_on_close{1, 0};
-    setsockopt(slot.fd.get(), SOL_SOCKET, SO_LINGER, &reset_on_close, sizeof reset_on_close);
-    epoll_event event{};
-    event.events = EPOLLIN | EPOLLOUT | EPOLLET;  // one epoll_ctl per connection
-    event.data.u64 = index;
-    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, slot.fd.get(), &event) != 0) {
-      fail(index, counters_.connect_errors, "epoll_ctl", errno);
-      return;
-    }
-    const auto* address = reinterpret_cast<const sockaddr*>(&options_.address);
-    if (connect(slot.fd.get(), address, sizeof options_.address) == 0) {
-      slot.state = State::kEchoing;
-      send_rest(index);
-    } else if (errno == EINPROGRESS) {
-      slot.state = State::kConnecting;
-    } else {
-      fail(index, counters_.connect_errors, "connect", errno);
-    }
+    stop_.request_stop();  // connects and reads in progress end now
+    for (int i = 0; i < 5000 && live_ > 0; ++i) co_await ucp::io::sleep_for(*loop_, 1ms);
+    loop_->stop();
   }
 
-  void on_event(size_t index, uint32_t events) {
+  Task<> cycle(size_t index) {
+    ++live_;
     Slot& slot = slots_[index];
-    if (slot.state == State::kConnecting) {
-      int error = 0;
-      socklen_t length = sizeof error;
-      if (getsockopt(slot.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
-      if (error != 0) {
-        fail(index, counters_.connect_errors, "connect", error);
-        return;
+    std::vector<char> buffer(std::max<size_t>(options_.size, 4096));
+    ucp::ClientOptions client;
+    client.connect_timeout_ms = 0;
+    client.stop = stop_.token();
+    while (!ending()) {
+      const int64_t started = now_ns();
+      auto conn = co_await ucp::TcpClient::connect(*loop_, options_.address, client);
+      if (!conn) {
+        if (conn.error() != std::errc::operation_canceled) {
+          fail(slot, counters_.connect_errors, "connect", conn.error());
+        }
+        ++slot.cycle;
+        co_await ucp::io::sleep_for(*loop_, std::chrono::nanoseconds(kChurnRetryBackoffNs));
+        continue;
       }
-      if ((events & (EPOLLOUT | EPOLLIN)) == 0) return;
-      slot.state = State::kEchoing;
-      if (!send_rest(index)) return;
+      ucp::set_linger_reset((*conn)->fd());
+      const bool echoed = co_await echo(slot, **conn, buffer);
+      co_await (*conn)->close();  // RST: the server's next read ends the connection
+      if (echoed) {
+        const int64_t now = now_ns();
+        if (now >= shared_.record_start_ns && now < shared_.end_ns) {
+          histogram_.record(now - started);
+          counters_.cycles.fetch_add(1, std::memory_order_relaxed);
+        }
+        ++slot.cycle;
+      } else {
+        ++slot.cycle;
+        if (!ending()) {
+          co_await ucp::io::sleep_for(*loop_, std::chrono::nanoseconds(kChurnRetryBackoffNs));
+        }
+      }
     }
-    if (slot.state != State::kEchoing) return;
-    if ((events & EPOLLOUT) != 0 && !send_rest(index)) return;
-    if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0) receive(index);
+    --live_;
   }
 
-  // Sends what is left of the message; false if the slot failed.
-  bool send_rest(size_t index) {
-    Slot& slot = slots_[index];
-    while (slot.sent < options_.size) {
-      const ssize_t n =
-          send(slot.fd.get(), message(slot) + slot.sent, options_.size - slot.sent, MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) return true;  // edge-triggered: EPOLLOUT comes with room
-        fail(index, counters_.closed_errors, "send", errno);
-        return false;
-      }
-      slot.sent += static_cast<size_t>(n);
+  /// Sends this cycle's message and verifies its echo; false on any failure (reported).
+  Task<bool> echo(Slot& slot, ucp::TcpConnection& conn, std::vector<char>& buffer) {
+    const char* message = pattern_.message(slot.key, slot.cycle);
+    if (auto sent = co_await conn.write(std::span<const char>(message, options_.size)); !sent) {
+      fail(slot, counters_.closed_errors, "send", sent.error());
+      co_return false;
     }
-    return true;
-  }
-
-  void receive(size_t index) {
-    Slot& slot = slots_[index];
-    for (;;) {  // edge-triggered: read until EAGAIN
-      const ssize_t n = recv(slot.fd.get(), scratch_.data(), scratch_.size(), 0);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) return;
-        fail(index, counters_.closed_errors, "recv", errno);
-        return;
+    size_t received = 0;
+    while (received < options_.size) {
+      auto n = co_await ucp::with_stop(conn.read(std::span<char>(buffer)), stop_.token());
+      if (!n) {
+        if (n.error() != std::errc::operation_canceled) {
+          fail(slot, counters_.closed_errors, "recv", n.error());
+        }
+        co_return false;
       }
-      if (n == 0) {
-        fail(index, counters_.closed_errors, "recv", ECONNRESET);
-        return;
+      if (*n == 0) {
+        fail(slot, counters_.closed_errors, "recv",
+             std::make_error_code(std::errc::connection_reset));
+        co_return false;
       }
-      const auto got = static_cast<size_t>(n);
-      if (slot.received + got > slot.sent ||
-          std::memcmp(message(slot) + slot.received, scratch_.data(), got) != 0) {
-        report(slot, "verification error: echoed bytes differ from those sent", 0);
+      if (received + *n > options_.size ||
+          std::memcmp(message + received, buffer.data(), *n) != 0) {
+        report(slot, "verification error: echoed bytes differ from those sent", {});
         counters_.verify_errors.fetch_add(1, std::memory_order_relaxed);
-        restart_later(index);
-        return;
+        co_return false;
       }
-      slot.received += got;
-      if (slot.received == options_.size) {
-        finish(index);
-        return;
-      }
+      received += *n;
     }
+    co_return true;
   }
 
-  void finish(size_t index) {
-    Slot& slot = slots_[index];
-    const int64_t now = now_ns();
-    if (now >= shared_.record_start_ns) {
-      histogram_.record(now - slot.started_ns);
-      counters_.cycles.fetch_add(1, std::memory_order_relaxed);
-    }
-    slot.fd.reset();  // RST: the server's next read ends the connection
-    ++slot.cycle;
-    start(index, now);
-  }
-
-  void fail(size_t index, std::atomic<uint64_t>& counter, const char* what, int error) {
-    Slot& slot = slots_[index];
+  void fail(const Slot& slot, std::atomic<uint64_t>& counter, const char* what,
+            std::error_code error) {
     if (now_ns() < shared_.end_ns && !shared_.stop.load(std::memory_order_relaxed)) {
       counter.fetch_add(1, std::memory_order_relaxed);
       report(slot, what, error);
     }
-    restart_later(index);
   }
 
-  void restart_later(size_t index) {
-    Slot& slot = slots_[index];
-    slot.fd.reset();
-    ++slot.cycle;
-    slot.state = State::kWaitingRetry;
-    slot.retry_at_ns = now_ns() + kRetryBackoffNs;
-    retries_.push_back(index);
-  }
-
-  void retry_due(int64_t now) {
-    size_t kept = 0;
-    for (size_t index : retries_) {
-      if (slots_[index].retry_at_ns <= now) {
-        start(index, now);
-      } else {
-        retries_[kept++] = index;
-      }
-    }
-    retries_.resize(kept);
-  }
-
-  void report(const Slot& slot, const char* what, int error) {
-    if (shared_.reported_errors.fetch_add(1) >= kMaxReportedErrors) return;
+  void report(const Slot& slot, const char* what, std::error_code error) {
+    if (shared_.reported_errors.fetch_add(1) >= kChurnMaxReportedErrors) return;
     std::fprintf(stderr, "bench_client: %s: slot %d connection %" PRIu64 ": %s%s\n",
                  options_.target.c_str(), slot.id, slot.cycle, what,
-                 error != 0 ? (std::string(" failed: ") + std::strerror(error)).c_str() : "");
+                 error ? (std::string(" failed: ") + error.message()).c_str() : "");
   }
 
   const ChurnOptions& options_;
   ChurnShared& shared_;
   ChurnCounters& counters_;
   const PatternTable& pattern_;
-  UniqueFd epoll_;
+  EventLoop* loop_ = nullptr;
+  ucp::StopSource stop_;
   std::vector<Slot> slots_;
-  std::vector<size_t> retries_;
-  std::vector<char> scratch_;
   Histogram histogram_;
+  size_t live_ = 0;
 };
 
 }  // namespace
@@ -275,11 +191,25 @@ int run_churn(const ChurnOptions& options, const std::atomic<bool>& interrupted)
   const auto thread_count = static_cast<size_t>(std::min(options.threads, options.conns));
   ChurnShared shared;
   std::vector<ChurnCounters> counters(thread_count);
+  std::string why;
+  const bool on_ucp = ucp_backend_available(options.backend, &why);
+  if (!on_ucp && options.backend != ucp::BackendKind::kEpoll) {
+    std::fprintf(stderr, "bench_client: %s\n", why.c_str());
+    return 1;
+  }
+  if (!on_ucp) {
+    std::fprintf(stderr,
+                 "bench_client: UCP's loops have no epoll backend here (%s); using the built-in "
+                 "epoll client\n",
+                 why.c_str());
+  }
   std::vector<std::unique_ptr<ChurnThread>> loads;
   for (size_t t = 0; t < thread_count; ++t) {
-    loads.push_back(std::make_unique<ChurnThread>(options, shared, counters[t], pattern,
-                                                  static_cast<int>(t),
-                                                  static_cast<int>(thread_count)));
+    const auto first = static_cast<int>(t);
+    const auto step = static_cast<int>(thread_count);
+    loads.push_back(
+        on_ucp ? std::make_unique<UcpChurn>(options, shared, counters[t], pattern, first, step)
+               : make_legacy_epoll_churn(options, shared, counters[t], pattern, first, step));
   }
   const int64_t begin = now_ns();
   shared.record_start_ns = begin + int64_t{options.warmup_s} * 1'000'000'000;

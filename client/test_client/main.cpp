@@ -1,7 +1,8 @@
-// test_client: the seed's functional test client for an echo server (SPEC §7).
+// test_client: the functional test client for an echo server (docs/design.md, "Binaries").
 //
 //   test_client {all|normal|slow|idle|abort|concurrent} [--host H] [--port P]
 //               [--read-timeout-ms N]
+//   test_client --version
 //
 // Cases:
 //   normal      one connection per size from 1 B to 1 MiB: send, read back, compare every byte
@@ -31,6 +32,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+
+#include "ucp/version.h"
 
 #include "LoopbackClient.h"
 
@@ -346,7 +349,8 @@ Outcome run_concurrent(const Options& options) {
 int usage(const char* why) {
   std::fprintf(stderr,
                "test_client: %s\nusage: test_client {all|normal|slow|idle|abort|concurrent} "
-               "[--host H] [--port P] [--read-timeout-ms N]\n",
+               "[--host H] [--port P] [--read-timeout-ms N]\n"
+               "       test_client --version\n",
                why);
   return 2;
 }
@@ -382,6 +386,9 @@ int main(int argc, char** argv) {
       options.read_timeout_ms = *timeout;
     } else if (arg == "-h" || arg == "--help") {
       return usage("functional checks against an echo server");
+    } else if (arg == "--version") {
+      std::printf("test_client (UCP) %s\n", UCP_VERSION_STRING);
+      return 0;
     } else if (!arg.empty() && arg[0] != '-') {
       options.cases.emplace_back(arg);
     } else {

@@ -4,6 +4,7 @@
 // must name FILE:LINE and section.key; keys are typed with ranges; duplicates are refused;
 // and --set overrides go through exactly the same validation. docs/config.md says more.
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cerrno>
@@ -12,11 +13,17 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <memory>
 #include <string_view>
 #include <system_error>
+#include <thread>
+#include <type_traits>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ucp/base/UniqueFd.h"
 
 namespace ucp {
 namespace {
@@ -47,6 +54,21 @@ std::string quoted(std::string_view text) {
   return out.append(1, '"').append(text).append(1, '"');
 }
 
+// "512.0 MiB": bytes for people; the exact figure goes beside it where it matters.
+std::string human_bytes(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
 std::string range_text(uint64_t min, uint64_t max) {
   std::string out = "[";
   return out.append(std::to_string(min)).append(", ").append(std::to_string(max)).append("]");
@@ -54,12 +76,33 @@ std::string range_text(uint64_t min, uint64_t max) {
 
 // Stores a key's value into the Config, or returns what is wrong with it (empty: fine).
 using Apply = std::function<std::string(Config&, std::string_view value)>;
+// The key's value in a Config, as the file would spell it.
+using Show = std::function<std::string(const Config&)>;
 
 struct Key {
   std::string_view section;
   std::string_view name;
   Apply apply;
+  Show show;
 };
+
+template <class Section, class T>
+Show shown(Section Config::*section, T Section::*field) {
+  return [=](const Config& config) -> std::string {
+    const T& value = (config.*section).*field;
+    if constexpr (std::is_same_v<T, bool>) {
+      return value ? "true" : "false";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      return value;
+    } else if constexpr (std::is_same_v<T, LogLevel>) {
+      return std::string(to_string(value));
+    } else if constexpr (std::is_same_v<T, QueueFullPolicy>) {
+      return value == QueueFullPolicy::kBlock ? "block" : "drop";
+    } else {
+      return std::to_string(value);
+    }
+  };
+}
 
 enum class Shape : uint8_t { kAny, kPowerOfTwo };
 
@@ -142,25 +185,33 @@ const std::vector<Key>& keys() {
   using S = ServerConfig;
   using E = EventLoopConfig;
   using L = LogOptions;
+  using H = HttpConfig;
   constexpr auto kServer = &Config::server;
   constexpr auto kLoop = &Config::event_loop;
   constexpr auto kLog = &Config::log;
+  constexpr auto kHttp = &Config::http;
   constexpr auto kPow2 = Shape::kPowerOfTwo;
   static const std::vector<Key> table = {
-      {"server", "name", string_key(kServer, &S::name, Empty::kRefused)},
+      {"server", "name", string_key(kServer, &S::name, Empty::kRefused), shown(kServer, &S::name)},
       {"server", "ip",
        [](Config& config, std::string_view value) -> std::string {
-         in_addr address{};
-         if (value.empty()) return "empty value (expected an IPv4 address such as 0.0.0.0)";
-         if (inet_pton(AF_INET, std::string(value).c_str(), &address) != 1) {
-           return quoted(value) + " is not an IPv4 address (e.g. 0.0.0.0 or 127.0.0.1)";
+         if (value.empty()) return "empty value (expected an IP address such as 0.0.0.0 or ::)";
+         std::string text(value);
+         in6_addr address{};  // large enough for either family
+         if (inet_pton(AF_INET, text.c_str(), &address) != 1 &&
+             inet_pton(AF_INET6, text.c_str(), &address) != 1) {
+           return quoted(value) +
+                  " is not a numeric IPv4 or IPv6 address (e.g. 0.0.0.0, 127.0.0.1, :: or ::1)";
          }
-         config.server.ip = std::string(value);
+         config.server.ip = std::move(text);
          return {};
-       }},
-      {"server", "port", unsigned_key(kServer, &S::port, 0, 65535)},
-      {"server", "thread_num", unsigned_key(kServer, &S::thread_num, 0, 1024)},
-      {"server", "read_timeout_ms", unsigned_key(kServer, &S::read_timeout_ms, 0, 86400000)},
+       },
+       shown(kServer, &S::ip)},
+      {"server", "port", unsigned_key(kServer, &S::port, 0, 65535), shown(kServer, &S::port)},
+      {"server", "thread_num", unsigned_key(kServer, &S::thread_num, 0, 1024),
+       shown(kServer, &S::thread_num)},
+      {"server", "read_timeout_ms", unsigned_key(kServer, &S::read_timeout_ms, 0, 86400000),
+       shown(kServer, &S::read_timeout_ms)},
       {"server", "protocol",
        [](Config& config, std::string_view value) -> std::string {
          if (value != "echo" && value != "http") {
@@ -168,32 +219,59 @@ const std::vector<Key>& keys() {
          }
          config.server.protocol = std::string(value);
          return {};
-       }},
-      {"server", "max_connections", unsigned_key(kServer, &S::max_connections, 1, 16777216)},
-      {"server", "backlog", unsigned_key(kServer, &S::backlog, 1, 65535)},
-      {"server", "reuse_port", bool_key(kServer, &S::reuse_port)},
-      {"server", "tcp_nodelay", bool_key(kServer, &S::tcp_nodelay)},
-      {"server", "shutdown_timeout_ms", unsigned_key(kServer, &S::shutdown_timeout_ms, 0, 3600000)},
-      {"server", "max_output_bytes", unsigned_key(kServer, &S::max_output_bytes, 1024, 4294967296)},
-      {"server", "max_request_bytes", unsigned_key(kServer, &S::max_request_bytes, 1024, 16777216)},
+       },
+       shown(kServer, &S::protocol)},
+      {"server", "max_connections", unsigned_key(kServer, &S::max_connections, 1, 16777216),
+       shown(kServer, &S::max_connections)},
+      {"server", "backlog", unsigned_key(kServer, &S::backlog, 1, 65535),
+       shown(kServer, &S::backlog)},
+      {"server", "reuse_port", bool_key(kServer, &S::reuse_port), shown(kServer, &S::reuse_port)},
+      {"server", "tcp_nodelay", bool_key(kServer, &S::tcp_nodelay),
+       shown(kServer, &S::tcp_nodelay)},
+      {"server", "shutdown_timeout_ms", unsigned_key(kServer, &S::shutdown_timeout_ms, 0, 3600000),
+       shown(kServer, &S::shutdown_timeout_ms)},
+      {"server", "max_output_bytes", unsigned_key(kServer, &S::max_output_bytes, 1024, 4294967296),
+       shown(kServer, &S::max_output_bytes)},
+      {"server", "max_request_bytes", unsigned_key(kServer, &S::max_request_bytes, 1024, 16777216),
+       shown(kServer, &S::max_request_bytes)},
 
-      {"event_loop", "ring_entries", unsigned_key(kLoop, &E::ring_entries, 8, 32768, kPow2)},
-      {"event_loop", "sqpoll", bool_key(kLoop, &E::sqpoll)},
-      {"event_loop", "sqpoll_idle_ms", unsigned_key(kLoop, &E::sqpoll_idle_ms, 0, 60000)},
+      {"event_loop", "backend",
+       [](Config& config, std::string_view value) -> std::string {
+         if (value != "auto" && value != "io_uring" && value != "epoll") {
+           return quoted(value) + " is not a backend (use auto, io_uring or epoll)";
+         }
+         config.event_loop.backend = std::string(value);
+         return {};
+       },
+       shown(kLoop, &E::backend)},
+      {"event_loop", "ring_entries", unsigned_key(kLoop, &E::ring_entries, 8, 32768, kPow2),
+       shown(kLoop, &E::ring_entries)},
+      {"event_loop", "sqpoll", bool_key(kLoop, &E::sqpoll), shown(kLoop, &E::sqpoll)},
+      {"event_loop", "sqpoll_idle_ms", unsigned_key(kLoop, &E::sqpoll_idle_ms, 0, 60000),
+       shown(kLoop, &E::sqpoll_idle_ms)},
       {"event_loop", "registered_buffers_count",
-       unsigned_key(kLoop, &E::registered_buffers_count, 0, 16384)},
+       unsigned_key(kLoop, &E::registered_buffers_count, 0, 16384),
+       shown(kLoop, &E::registered_buffers_count)},
       {"event_loop", "registered_buffer_size",
-       unsigned_key(kLoop, &E::registered_buffer_size, 64, 1048576)},
+       unsigned_key(kLoop, &E::registered_buffer_size, 64, 1048576),
+       shown(kLoop, &E::registered_buffer_size)},
       {"event_loop", "pending_queue_capacity",
-       unsigned_key(kLoop, &E::pending_queue_capacity, 0, 16777216)},
-      {"event_loop", "multishot_recv", bool_key(kLoop, &E::multishot_recv)},
+       unsigned_key(kLoop, &E::pending_queue_capacity, 0, 16777216),
+       shown(kLoop, &E::pending_queue_capacity)},
+      {"event_loop", "multishot_recv", bool_key(kLoop, &E::multishot_recv),
+       shown(kLoop, &E::multishot_recv)},
       {"event_loop", "provided_buffers_count",
-       unsigned_key(kLoop, &E::provided_buffers_count, 1, 32768, kPow2)},
+       unsigned_key(kLoop, &E::provided_buffers_count, 1, 32768, kPow2),
+       shown(kLoop, &E::provided_buffers_count)},
       {"event_loop", "provided_buffer_size",
-       unsigned_key(kLoop, &E::provided_buffer_size, 64, 1048576)},
-      {"event_loop", "defer_taskrun", bool_key(kLoop, &E::defer_taskrun)},
-      {"event_loop", "cqe_batch", unsigned_key(kLoop, &E::cqe_batch, 0, 65536)},
-      {"event_loop", "msg_ring_handoff", bool_key(kLoop, &E::msg_ring_handoff)},
+       unsigned_key(kLoop, &E::provided_buffer_size, 64, 1048576),
+       shown(kLoop, &E::provided_buffer_size)},
+      {"event_loop", "defer_taskrun", bool_key(kLoop, &E::defer_taskrun),
+       shown(kLoop, &E::defer_taskrun)},
+      {"event_loop", "cqe_batch", unsigned_key(kLoop, &E::cqe_batch, 0, 65536),
+       shown(kLoop, &E::cqe_batch)},
+      {"event_loop", "msg_ring_handoff", bool_key(kLoop, &E::msg_ring_handoff),
+       shown(kLoop, &E::msg_ring_handoff)},
 
       {"log", "level",
        [](Config& config, std::string_view value) -> std::string {
@@ -204,15 +282,19 @@ const std::vector<Key>& keys() {
          }
          config.log.level = *level;
          return {};
-       }},
-      {"log", "file", string_key(kLog, &L::file, Empty::kAllowed)},
-      {"log", "max_size", unsigned_key(kLog, &L::max_size, 0, 1099511627776)},
-      {"log", "max_files", unsigned_key(kLog, &L::max_files, 0, 1000)},
-      {"log", "daily", bool_key(kLog, &L::daily)},
-      {"log", "async", bool_key(kLog, &L::async)},
-      {"log", "console", bool_key(kLog, &L::console)},
-      {"log", "flush_interval_ms", unsigned_key(kLog, &L::flush_interval_ms, 1, 60000)},
-      {"log", "queue_capacity", unsigned_key(kLog, &L::queue_capacity, 16, 16777216)},
+       },
+       shown(kLog, &L::level)},
+      {"log", "file", string_key(kLog, &L::file, Empty::kAllowed), shown(kLog, &L::file)},
+      {"log", "max_size", unsigned_key(kLog, &L::max_size, 0, 1099511627776),
+       shown(kLog, &L::max_size)},
+      {"log", "max_files", unsigned_key(kLog, &L::max_files, 0, 1000), shown(kLog, &L::max_files)},
+      {"log", "daily", bool_key(kLog, &L::daily), shown(kLog, &L::daily)},
+      {"log", "async", bool_key(kLog, &L::async), shown(kLog, &L::async)},
+      {"log", "console", bool_key(kLog, &L::console), shown(kLog, &L::console)},
+      {"log", "flush_interval_ms", unsigned_key(kLog, &L::flush_interval_ms, 1, 60000),
+       shown(kLog, &L::flush_interval_ms)},
+      {"log", "queue_capacity", unsigned_key(kLog, &L::queue_capacity, 16, 16777216),
+       shown(kLog, &L::queue_capacity)},
       {"log", "queue_full_policy",
        [](Config& config, std::string_view value) -> std::string {
          if (value == "block") {
@@ -223,19 +305,93 @@ const std::vector<Key>& keys() {
            return quoted(value) + " is not a policy (use block or drop)";
          }
          return {};
-       }},
+       },
+       shown(kLog, &L::queue_full_policy)},
+
+      {"http", "root", string_key(kHttp, &H::root, Empty::kRefused), shown(kHttp, &H::root)},
+      {"http", "index",
+       [](Config& config, std::string_view value) -> std::string {
+         if (value.empty()) return "empty value";
+         if (value.find('/') != std::string_view::npos || value == "." || value == "..") {
+           return quoted(value) + " is not a file name (no '/')";
+         }
+         config.http.index = std::string(value);
+         return {};
+       },
+       shown(kHttp, &H::index)},
+      {"http", "max_request_line_bytes",
+       unsigned_key(kHttp, &H::max_request_line_bytes, 256, 1048576),
+       shown(kHttp, &H::max_request_line_bytes)},
+      {"http", "max_header_bytes", unsigned_key(kHttp, &H::max_header_bytes, 1024, 16777216),
+       shown(kHttp, &H::max_header_bytes)},
+      {"http", "max_body_bytes", unsigned_key(kHttp, &H::max_body_bytes, 0, 1073741824),
+       shown(kHttp, &H::max_body_bytes)},
+      {"http", "header_timeout_ms", unsigned_key(kHttp, &H::header_timeout_ms, 0, 3600000),
+       shown(kHttp, &H::header_timeout_ms)},
+      {"http", "keepalive_timeout_ms", unsigned_key(kHttp, &H::keepalive_timeout_ms, 0, 86400000),
+       shown(kHttp, &H::keepalive_timeout_ms)},
+      {"http", "send_timeout_ms", unsigned_key(kHttp, &H::send_timeout_ms, 0, 86400000),
+       shown(kHttp, &H::send_timeout_ms)},
   };
   return table;
 }
 
 bool is_section(std::string_view name) {
-  return name == "server" || name == "event_loop" || name == "log";
+  return name == "server" || name == "event_loop" || name == "log" || name == "http";
 }
 
-// Fills one Config from ini text and then from overrides, throwing the first error.
+// The keys whose values decide the memory a server allocates at start (Config::startup_bytes).
+constexpr std::pair<std::string_view, std::string_view> kStartupMemoryKeys[] = {
+    {"server", "thread_num"},
+    {"event_loop", "multishot_recv"},
+    {"event_loop", "provided_buffers_count"},
+    {"event_loop", "provided_buffer_size"},
+    {"event_loop", "registered_buffers_count"},
+    {"event_loop", "registered_buffer_size"},
+    {"event_loop", "ring_entries"},
+    {"log", "async"},
+    {"log", "queue_capacity"},
+};
+constexpr std::pair<std::string_view, std::string_view> kConnectionMemoryKeys[] = {
+    {"server", "max_output_bytes"},
+    {"server", "max_request_bytes"},
+};
+
+// Fills one Config from ini text and then from overrides, throwing the first error; then
+// checks what the whole configuration asks of the machine.
 class Parser {
  public:
-  explicit Parser(Config& config) : config_(config) {}
+  Parser(Config& config, std::string_view source) : config_(config), source_(source) {}
+
+  void apply_overrides(const std::vector<std::string>& overrides) {
+    for (size_t i = 0; i < overrides.size(); ++i) apply_override(overrides[i], i + 1);
+  }
+
+  // Checks across keys, against the machine. A failure names the key set last among those
+  // involved (the one that tipped the total), at the line that set it.
+  void check_machine(const MachineLimits& machine) const {
+    if (machine.memory_bytes == 0) return;
+    const uint64_t budget = machine.memory_bytes / 2;
+    const std::string memory =
+        human_bytes(machine.memory_bytes) + " (" + std::to_string(machine.memory_bytes) + " bytes)";
+    const ServerConfig& server = config_.server;
+    const uint64_t per_connection =
+        server.max_output_bytes + 2 * uint64_t{server.max_request_bytes};
+    if (per_connection > budget) {
+      fail_across(kConnectionMemoryKeys,
+                  "one connection may hold max_output_bytes + 2 x max_request_bytes = " +
+                      human_bytes(per_connection) + " (" + std::to_string(per_connection) +
+                      " bytes), more than half of this machine's memory, " + memory +
+                      "; lower server.max_output_bytes or server.max_request_bytes");
+    }
+    const uint64_t total = config_.startup_bytes(machine);
+    if (total > budget) {
+      fail_across(kStartupMemoryKeys, "start-up memory " + describe_startup(machine) + " = " +
+                                          human_bytes(total) + " (" + std::to_string(total) +
+                                          " bytes) is more than half of this machine's memory, " +
+                                          memory + "; lower " + startup_knobs());
+    }
+  }
 
   void parse_text(std::string_view text, std::string_view origin) {
     origin_ = origin;
@@ -250,7 +406,7 @@ class Parser {
   }
 
   void apply_override(std::string_view text, size_t index) {
-    origin_ = "--set";
+    origin_ = kOverrideOrigin;
     auto equals = text.find('=');
     if (equals == std::string_view::npos) fail(index, "missing '=' in " + quoted(text));
     auto name = trim(text.substr(0, equals));
@@ -287,8 +443,8 @@ class Parser {
     if (name.empty()) fail(line_number, "missing key before '=' in " + quoted(line));
     if (section_.empty()) {
       fail(line_number, std::string(name) +
-                            ": key outside any section (put it under [server], [event_loop] "
-                            "or [log])");
+                            ": key outside any section (put it under [server], [event_loop], "
+                            "[log] or [http])");
     }
     const Key& key = find(section_, name, line_number);
     auto [first, inserted] = first_line_.emplace(&key, line_number);
@@ -297,6 +453,66 @@ class Parser {
                             std::to_string(first->second) + ")");
     }
     apply(key, trim(line.substr(equals + 1)), line_number);
+  }
+
+  // "1 worker x 16.6 MiB (4096 x 4096 B provided buffers, 4096-entry ring) + 16.1 MiB
+  // (65536-record log queue, accepting ring)"
+  std::string describe_startup(const MachineLimits& machine) const {
+    const EventLoopConfig& loop = config_.event_loop;
+    const uint32_t workers = config_.worker_count(machine);
+    std::string parts;
+    auto add = [&parts](const std::string& part) {
+      if (!parts.empty()) parts += ", ";
+      parts += part;
+    };
+    if (loop.multishot_recv) {
+      add(std::to_string(loop.provided_buffers_count) + " x " +
+          std::to_string(loop.provided_buffer_size) + " B provided buffers");
+    }
+    if (loop.registered_buffers_count > 0) {
+      add(std::to_string(loop.registered_buffers_count) + " x " +
+          std::to_string(loop.registered_buffer_size) + " B registered buffers");
+    }
+    add(std::to_string(loop.ring_entries) + "-entry ring");
+    std::string text = std::to_string(workers) + (workers == 1 ? " worker x " : " workers x ") +
+                       human_bytes(config_.worker_startup_bytes()) + " (" + parts + ") + " +
+                       human_bytes(config_.shared_startup_bytes()) + " (";
+    if (config_.log.async) {
+      text += std::to_string(config_.log.queue_capacity) + "-record log queue, ";
+    }
+    return text + "accepting ring)";
+  }
+
+  // The keys worth lowering, in the order of the description.
+  std::string startup_knobs() const {
+    const EventLoopConfig& loop = config_.event_loop;
+    std::string knobs = "server.thread_num";
+    if (loop.multishot_recv) knobs += ", event_loop.provided_buffers_count, provided_buffer_size";
+    if (loop.registered_buffers_count > 0) {
+      knobs += ", event_loop.registered_buffers_count, registered_buffer_size";
+    }
+    knobs += ", event_loop.ring_entries";
+    if (config_.log.async) knobs += ", log.queue_capacity";
+    return knobs;
+  }
+
+  template <size_t N>
+  [[noreturn]] void fail_across(const std::pair<std::string_view, std::string_view> (&names)[N],
+                                const std::string& what) const {
+    const Key* last = nullptr;
+    for (const auto& [section, name] : names) {
+      for (const Key& key : keys()) {
+        if (key.section != section || key.name != name) continue;
+        auto it = set_at_.find(&key);
+        if (it != set_at_.end() && (last == nullptr || it->second.order > set_at_.at(last).order)) {
+          last = &key;
+        }
+      }
+    }
+    if (last == nullptr) throw ConfigError(std::string(source_) + ": " + what);  // all defaults
+    const SetAt& where = set_at_.at(last);
+    throw ConfigError(where.origin + ":" + std::to_string(where.line) + ": " +
+                      std::string(last->section) + "." + std::string(last->name) + ": " + what);
   }
 
   const Key& find(std::string_view section, std::string_view name, size_t line_number) const {
@@ -311,67 +527,166 @@ class Parser {
       fail(line_number,
            std::string(key.section) + "." + std::string(key.name) + ": " + std::move(error));
     }
+    set_at_[&key] = SetAt{std::string(origin_), line_number, ++applied_};
   }
 
   [[noreturn]] void fail(size_t line_number, const std::string& what) const {
     throw ConfigError(std::string(origin_) + ":" + std::to_string(line_number) + ": " + what);
   }
 
+  static constexpr std::string_view kOverrideOrigin = "--set";
+
+  struct SetAt {
+    std::string origin;  // the file, or "--set"
+    size_t line = 0;     // of the file, or the override's number
+    size_t order = 0;    // later settings have higher numbers
+  };
+
   Config& config_;
+  std::string_view source_;  // the file (or "--set" with no file): names errors of defaults
   std::string_view origin_;
   std::string section_;                      // current [section]; empty before the first
   std::map<const Key*, size_t> first_line_;  // key -> line of the file that set it
+  std::map<const Key*, SetAt> set_at_;       // key -> where it was set last
+  size_t applied_ = 0;
 };
 
 std::string error_text(int error) {
   return std::error_code(error, std::system_category()).message();
 }
 
-struct FileCloser {
-  void operator()(std::FILE* file) const noexcept { std::fclose(file); }
-};
-
-std::string read_file(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) {
-    int error = errno;
-    throw ConfigError(path + ": cannot open: " + error_text(error));
-  }
-  std::string text;
-  char chunk[16384];
-  for (;;) {
-    size_t n = std::fread(chunk, 1, sizeof chunk, file.get());
-    text.append(chunk, n);
-    if (n < sizeof chunk) break;
-  }
-  if (std::ferror(file.get())) {
-    int error = errno;  // fread set it; capture before anything else can
-    throw ConfigError(path + ": cannot read: " + error_text(error));
-  }
-  return text;
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file or directory";
 }
 
-void apply_overrides(Config& config, const std::vector<std::string>& overrides) {
-  Parser parser(config);
-  for (size_t i = 0; i < overrides.size(); ++i) parser.apply_override(overrides[i], i + 1);
+std::string too_large(const std::string& path, const std::string& size) {
+  return path + ": " + size + " bytes is larger than the " + std::to_string(Config::kMaxFileBytes) +
+         "-byte limit for a config file";
+}
+
+// Reads a config file whole, refusing anything that is not a regular file of sane size
+// before reading it: /dev/zero would otherwise be read until memory runs out, and a FIFO
+// would block the start for good.
+std::string read_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd) throw ConfigError(path + ": cannot open: " + error_text(errno));
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) {
+    throw ConfigError(path + ": cannot read: " + error_text(errno));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    throw ConfigError(path + ": not a regular file (" + file_kind(info.st_mode) +
+                      "); give the path of an ini file");
+  }
+  if (static_cast<uint64_t>(info.st_size) > Config::kMaxFileBytes) {
+    throw ConfigError(too_large(path, std::to_string(info.st_size)));
+  }
+  // One byte more than the limit: a file that grew since fstat is still caught.
+  std::string text(static_cast<size_t>(info.st_size) + 1, '\0');
+  size_t size = 0;
+  for (;;) {
+    if (size == text.size()) {
+      if (text.size() > Config::kMaxFileBytes) {
+        throw ConfigError(too_large(path, "over " + std::to_string(Config::kMaxFileBytes)));
+      }
+      text.resize(std::min<size_t>(text.size() * 2, Config::kMaxFileBytes + 1));
+    }
+    ssize_t n = ::read(fd.get(), text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw ConfigError(path + ": cannot read: " + error_text(errno));
+    if (n == 0) break;
+    size += static_cast<size_t>(n);
+  }
+  text.resize(size);
+  return text;
 }
 
 }  // namespace
 
-Config Config::load(const std::string& path, const std::vector<std::string>& overrides) {
-  if (path.empty()) {
-    Config config;
-    apply_overrides(config, overrides);
-    return config;
+MachineLimits MachineLimits::current() {
+  MachineLimits machine;
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0) {
+    machine.memory_bytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
   }
-  return parse(read_file(path), path, overrides);
+  machine.cpus = std::max(1u, std::thread::hardware_concurrency());
+  return machine;
+}
+
+namespace {
+
+// What an io_uring maps per SQ entry: a 64-byte SQE, a 4-byte SQ index, and 4 CQEs of 16
+// bytes (the CQ has 4x the SQ's entries: src/io/IoUring.cpp).
+constexpr uint64_t kRingBytesPerEntry = 64 + 4 + 4 * 16;
+constexpr uint64_t kAcceptRingEntries = 1024;   // the accepting loop's ring is capped there
+constexpr uint64_t kBufferRingEntryBytes = 16;  // struct io_uring_buf, one per provided buffer
+
+}  // namespace
+
+std::vector<ConfigChange> Config::changes(const Config& from, const Config& to) {
+  std::vector<ConfigChange> out;
+  for (const Key& key : keys()) {
+    std::string before = key.show(from);
+    std::string after = key.show(to);
+    if (before == after) continue;
+    out.push_back({std::string(key.section) + "." + std::string(key.name), std::move(before),
+                   std::move(after)});
+  }
+  return out;
+}
+
+uint32_t Config::worker_count(const MachineLimits& machine) const noexcept {
+  return server.thread_num == 0 ? machine.cpus : server.thread_num;
+}
+
+uint64_t Config::worker_startup_bytes() const noexcept {
+  uint64_t bytes = uint64_t{event_loop.ring_entries} * kRingBytesPerEntry;
+  if (event_loop.multishot_recv) {
+    bytes += uint64_t{event_loop.provided_buffers_count} *
+             (event_loop.provided_buffer_size + kBufferRingEntryBytes);
+  }
+  bytes += uint64_t{event_loop.registered_buffers_count} * event_loop.registered_buffer_size;
+  return bytes;
+}
+
+uint64_t Config::shared_startup_bytes() const noexcept {
+  uint64_t bytes =
+      std::min<uint64_t>(event_loop.ring_entries, kAcceptRingEntries) * kRingBytesPerEntry;
+  if (log.async) bytes += std::bit_ceil(uint64_t{log.queue_capacity}) * Logger::kQueueSlotBytes;
+  return bytes;
+}
+
+uint64_t Config::startup_bytes(const MachineLimits& machine) const noexcept {
+  return uint64_t{worker_count(machine)} * worker_startup_bytes() + shared_startup_bytes();
+}
+
+Config Config::load(const std::string& path, const std::vector<std::string>& overrides,
+                    const MachineLimits& machine) {
+  Config config;
+  Parser parser(config, path.empty() ? std::string_view("--set") : std::string_view(path));
+  if (!path.empty()) {
+    const std::string text = read_file(path);
+    parser.parse_text(text, path);
+  }
+  parser.apply_overrides(overrides);
+  parser.check_machine(machine);
+  return config;
 }
 
 Config Config::parse(const std::string& text, const std::string& origin,
-                     const std::vector<std::string>& overrides) {
+                     const std::vector<std::string>& overrides, const MachineLimits& machine) {
   Config config;
-  Parser(config).parse_text(text, origin);
-  apply_overrides(config, overrides);
+  Parser parser(config, origin);
+  parser.parse_text(text, origin);
+  parser.apply_overrides(overrides);
+  parser.check_machine(machine);
   return config;
 }
 

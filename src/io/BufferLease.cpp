@@ -1,10 +1,10 @@
 #include "ucp/io/BufferLease.h"
 
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/FixedBuffers.h"
 #include "ucp/memory/MemoryPool.h"
 
-#include "BufferRing.h"
+#include "Backend.h"
+#include "ReceiveBuffers.h"
 
 namespace ucp::io {
 
@@ -21,26 +21,26 @@ BufferLease& BufferLease::operator=(BufferLease&& other) noexcept {
   return *this;
 }
 
-BufferLease BufferLease::from_ring(EventLoop& loop, uint16_t id, std::byte* data,
-                                   uint32_t size) noexcept {
+BufferLease BufferLease::from_receive_buffer(EventLoop& loop, uint16_t id, std::byte* data,
+                                             uint32_t size) noexcept {
   BufferLease lease;
   lease.owner_ = &loop;
   lease.data_ = data;
   lease.size_ = size;
   lease.capacity_ = size;
   lease.id_ = id;
-  lease.source_ = Source::kProvidedRing;
+  lease.source_ = Source::kReceiveBuffer;
   return lease;
 }
 
-BufferLease BufferLease::from_fixed(FixedBuffers& buffers, uint16_t index) noexcept {
+BufferLease BufferLease::from_registered(EventLoop& loop, uint16_t index, std::byte* data,
+                                         uint32_t capacity) noexcept {
   BufferLease lease;
-  auto buffer = buffers.buffer(index);
-  lease.owner_ = &buffers;
-  lease.data_ = buffer.data();
-  lease.capacity_ = static_cast<uint32_t>(buffer.size());
+  lease.owner_ = &loop;
+  lease.data_ = data;
+  lease.capacity_ = capacity;
   lease.id_ = index;
-  lease.source_ = Source::kFixed;
+  lease.source_ = Source::kRegistered;
   return lease;
 }
 
@@ -58,11 +58,11 @@ void BufferLease::reset() noexcept {
   switch (source_) {
     case Source::kNone:
       break;
-    case Source::kProvidedRing:
-      static_cast<EventLoop*>(owner_)->buffer_ring()->recycle(id_);
+    case Source::kReceiveBuffer:
+      static_cast<EventLoop*>(owner_)->receive_buffers()->recycle(id_);
       break;
-    case Source::kFixed:
-      static_cast<FixedBuffers*>(owner_)->release(id_);
+    case Source::kRegistered:
+      static_cast<EventLoop*>(owner_)->backend().release_registered_buffer(id_);
       break;
     case Source::kPool:
       MemoryPool::deallocate(owner_);

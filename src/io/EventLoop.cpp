@@ -2,18 +2,17 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
 #include <cstring>
-#include <ctime>
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "ucp/io/FixedBuffers.h"
 #include "ucp/log/Logger.h"
+#include "ucp/memory/MemoryPool.h"
 
-#include "BufferRing.h"
-#include "IoUring.h"
+#include "Backend.h"
+#include "BackendSelection.h"
+#include "ReceiveBuffers.h"
 
 namespace ucp {
 
@@ -29,87 +28,40 @@ void log_spawned_exception(std::exception_ptr error) noexcept {
   }
 }
 
-}  // namespace
+// A single-shot read without a free registered buffer reads into a pool block; this size
+// keeps the block (with its pool header) in the 4 KiB class.
+constexpr size_t kPooledReceiveBytes = 4096 - MemoryPool::kHeaderBytes;
 
-std::string IoFeatures::describe() const {
-  std::string out;
-  auto add = [&out](const char* name, bool on) {
-    if (!out.empty()) out += ' ';
-    out += name;
-    out += on ? "=on" : "=off";
-  };
-  add("single_issuer", single_issuer);
-  add("defer_taskrun", defer_taskrun);
-  add("coop_taskrun", coop_taskrun);
-  add("sqpoll", sqpoll);
-  add("nodrop", nodrop);
-  add("multishot_accept", multishot_accept);
-  add("multishot_recv", multishot_recv);
-  add("provided_buffer_ring", provided_buffer_ring);
-  add("cancel_fd", cancel_fd);
-  add("msg_ring", msg_ring);
-  add("send_zc", send_zc);
-  return out;
-}
+}  // namespace
 
 EventLoop::EventLoop(const LoopOptions& options)
     : options_(options), spawned_(&log_spawned_exception) {}
 
 Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
-                                                     std::string* warnings) {
+                                                     std::string* warnings,
+                                                     const EventLoop* share_with) {
   std::string notes;
-  auto ring = io::IoUring::create(options, notes);
-  if (!ring) return Unexpected{ring.error()};
   std::unique_ptr<EventLoop> loop(new EventLoop(options));
-  loop->ring_ = std::move(*ring);
-  loop->message_context_.loop = loop.get();
-  loop->message_context_.on_cqe = &on_message;
-  loop->ring_->set_message_context(&loop->message_context_);
+  auto backend = io::create_backend(*loop, options, share_with, notes);
+  if (!backend) return Unexpected{backend.error()};
+  loop->backend_ = std::move(*backend);
 
   int fd = ::eventfd(0, EFD_CLOEXEC);
   if (fd < 0) return Unexpected{error_from_errno(errno)};
   loop->wake_fd_ = UniqueFd(fd);
-
-  if (options.provided_buffers_count > 0) {
-    if (!loop->ring_->features().multishot_recv) {
-      notes +=
-          "multishot_recv: the kernel lacks multishot receive (6.0+); using one recv per "
-          "read\n";
-    } else {
-      auto buffers = io::BufferRing::create(*loop->ring_->raw(), options.provided_buffers_count,
-                                            options.provided_buffer_size, 0);
-      if (buffers) {
-        loop->buffer_ring_ = std::move(*buffers);
-        const_cast<IoFeatures&>(loop->ring_->features()).provided_buffer_ring = true;
-      } else {
-        notes += "multishot_recv: cannot register a provided buffer ring (" +
-                 buffers.error().message() + "); using one recv per read\n";
-      }
-    }
-  }
-  if (options.registered_buffers_count > 0) {
-    auto fixed = loop->ring_->register_buffers(options.registered_buffers_count,
-                                               options.registered_buffer_size);
-    if (fixed) {
-      loop->fixed_buffers_ = std::move(*fixed);
-      // WRITE_FIXED on a socket has write(2) semantics: no MSG_NOSIGNAL, so a reset peer
-      // would raise SIGPIPE. Ignore it unless the application installed its own handler.
-      struct sigaction current {};
-      if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
-        ::signal(SIGPIPE, SIG_IGN);
-      }
-    } else {
-      notes += io::describe_registration_error(fixed.error(), options.registered_buffers_count,
-                                               options.registered_buffer_size) +
-               "\n";
-    }
-  }
+  loop->wake_op_.loop = loop.get();
+  loop->wake_op_.on_complete = &on_wakeup;
+  loop->wake_op_.code = io::OpCode::kRead;
+  loop->wake_op_.fd = loop->wake_fd_.get();
+  loop->wake_op_.data = &loop->wake_value_;
+  loop->wake_op_.size = sizeof loop->wake_value_;
+  loop->backend_->attach(fd);  // long-lived: epoll keeps it registered
   if (warnings) *warnings += notes;
   return loop;
 }
 
 std::string EventLoop::describe_setup_error(std::error_code error, const LoopOptions& options) {
-  return io::describe_setup_error(error, options);
+  return io::describe_backend_setup_error(error, options);
 }
 
 EventLoop::~EventLoop() {
@@ -118,13 +70,42 @@ EventLoop::~EventLoop() {
   spawned_.destroy_all();
 }
 
-const IoFeatures& EventLoop::features() const noexcept { return ring_->features(); }
-const IoStats& EventLoop::stats() const noexcept { return ring_->stats(); }
-uint64_t EventLoop::in_flight() const noexcept { return ring_->in_flight(); }
-int EventLoop::ring_fd() const noexcept { return ring_->ring_fd(); }
+BackendKind EventLoop::backend_kind() const noexcept { return backend_->kind(); }
+const char* EventLoop::backend_name() const noexcept { return backend_->name(); }
+const LoopCapabilities& EventLoop::capabilities() const noexcept {
+  return backend_->capabilities();
+}
+std::string EventLoop::describe() const { return backend_->describe(); }
+const LoopStats& EventLoop::stats() const noexcept { return backend_->stats(); }
+uint64_t EventLoop::in_flight() const noexcept { return backend_->in_flight(); }
 
 bool EventLoop::in_loop_thread() const noexcept {
   return thread_id_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+}
+
+bool EventLoop::submit(io::Operation& op) noexcept {
+  if (io_shut_down_) {
+    op.result = -ECANCELED;
+    return false;
+  }
+  return backend_->submit(op);
+}
+
+void EventLoop::cancel(io::Operation& op) noexcept {
+  if (!io_shut_down_) backend_->cancel(op);  // at shutdown everything is cancelled anyway
+}
+
+void EventLoop::attach(int fd) noexcept { backend_->attach(fd); }
+void EventLoop::detach(int fd) noexcept { backend_->detach(fd); }
+
+io::ReceiveBuffers* EventLoop::receive_buffers() noexcept { return backend_->receive_buffers(); }
+
+io::BufferLease EventLoop::borrow_receive_buffer() {
+  io::BufferLease lease = backend_->borrow_registered_buffer();
+  if (lease.source() == io::BufferLease::Source::kNone) {
+    lease = io::BufferLease::from_pool(kPooledReceiveBytes);
+  }
+  return lease;
 }
 
 void EventLoop::post(UniqueFunction<void()> task) {
@@ -145,14 +126,17 @@ void EventLoop::stop() noexcept {
   }
 }
 
+// ---- ring messages ----
+
 void EventLoop::set_message_handler(UniqueFunction<void(int32_t)> handler) {
   message_handler_ = std::move(handler);
-  // Open only while the ring is enabled: a message to a disabled ring fails (EBADFD), and
-  // one that arrives after the last reap of a DEFER_TASKRUN ring is lost with its value.
+  // Open only while the loop runs: a message to a disabled ring fails (EBADFD), and one that
+  // arrives after the last reap of a DEFER_TASKRUN ring is lost with its value.
   if (message_handler_ && enabled_ && !io_shut_down_ && in_loop_thread()) open_mailbox();
 }
 
 void EventLoop::open_mailbox() noexcept {
+  if (!capabilities().ring_messages) return;  // nothing can arrive: senders are refused
   mailbox_.fetch_or(kMailboxOpen, std::memory_order_acq_rel);
 }
 
@@ -173,12 +157,6 @@ uint64_t EventLoop::messages_on_their_way() const noexcept {
   return mailbox_.load(std::memory_order_acquire) & ~kMailboxOpen;
 }
 
-std::coroutine_handle<> EventLoop::on_message(IoContext& context, int32_t res, uint32_t) noexcept {
-  // IORING_OP_MSG_RING: `res` is the sender's value, not a result of ours.
-  static_cast<MessageContext&>(context).loop->arrived_messages_.push_back(res);
-  return {};
-}
-
 void EventLoop::dispatch_messages() {
   if (arrived_messages_.empty()) return;
   // Pairs with the senders' reservations (RMWs, so one release sequence): what a sender did
@@ -193,27 +171,24 @@ void EventLoop::dispatch_messages() {
   handling_messages_.clear();
 }
 
+// ---- the loop ----
+
 std::coroutine_handle<> EventLoop::on_wakeup(IoContext& context, int32_t, uint32_t) noexcept {
-  static_cast<WakeContext&>(context).loop->wake_armed_ = false;
+  static_cast<WakeOperation&>(context).loop->wake_armed_ = false;
   return {};
 }
 
-void EventLoop::arm_wakeup() {
+void EventLoop::arm_wakeup() noexcept {
   if (wake_armed_ || io_shut_down_) return;
-  io_uring_sqe* sqe;
-  if (!ring_->acquire(&sqe, 1)) return;  // retried next iteration
-  io_uring_prep_read(sqe, wake_fd_.get(), &wake_value_, sizeof wake_value_, 0);
-  wake_context_.on_cqe = &on_wakeup;
-  wake_context_.loop = this;
-  io_uring_sqe_set_data(sqe, &wake_context_);
-  wake_armed_ = true;
+  wake_armed_ = backend_->submit(wake_op_);  // refused when the SQ is full: next iteration
 }
 
 void EventLoop::run() {
   thread_id_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   if (!enabled_) {
-    if (auto enabled = ring_->enable(); !enabled) {
-      LOG_ERROR("cannot enable the io_uring on its loop thread: {}", enabled.error().message());
+    if (auto enabled = backend_->enable(); !enabled) {
+      LOG_ERROR("cannot enable the {} backend on its loop thread: {}", backend_->name(),
+                enabled.error().message());
       return;
     }
     enabled_ = true;
@@ -221,6 +196,20 @@ void EventLoop::run() {
   if (message_handler_) open_mailbox();
   while (!stop_requested_.load(std::memory_order_relaxed)) run_once();
   shutdown_io();
+}
+
+void EventLoop::poll(bool may_block) {
+  std::chrono::nanoseconds timeout{-1};  // no timer: wait for completions only
+  if (may_block) {
+    const Clock::time_point next = timers_.next_key();
+    if (next != Clock::time_point::max()) {
+      timeout = std::max(next - Clock::now(), Clock::duration::zero());
+      if (timeout.count() == 0) may_block = false;  // a timer is due: just look
+    }
+  }
+  backend_->poll(may_block, timeout, ready_, options_.cqe_batch);
+  now_ = Clock::now();
+  timers_.fire_due(now_);
 }
 
 void EventLoop::run_once() {
@@ -237,22 +226,16 @@ void EventLoop::run_once() {
       may_block = false;
     }
   }
-  ring_->submit_and_wait(may_block ? 1 : 0);
+  poll(may_block);
   wake_pending_.store(true, std::memory_order_relaxed);
-  ring_->drain(
-      [this](IoContext* context, int32_t res, uint32_t flags) {
-        if (context == nullptr) return;  // linked timeouts, cancels, fire-and-forget closes
-        if (auto next = context->on_cqe(*context, res, flags)) ready_.push_back(next);
-      },
-      options_.cqe_batch);
   dispatch_messages();
   resume_ready();
 }
 
 void EventLoop::resume_ready() {
-  // Resume after the CQ walk: a coroutine may prepare SQEs, finish, or free its context.
-  // Hooks run once nothing is ready, so they see all this iteration's work; they may make
-  // coroutines ready again (a writer whose send could not start).
+  // Resume after the completions are delivered: a coroutine may prepare operations, finish,
+  // or free its context. Hooks run once nothing is ready, so they see all this iteration's
+  // work; they may make coroutines ready again (a writer whose send could not start).
   while (!ready_.empty() || hooks_head_ != nullptr) {
     while (!ready_.empty()) {
       resuming_.swap(ready_);
@@ -307,32 +290,26 @@ void EventLoop::run_posted() {
 
 void EventLoop::shutdown_io() noexcept {
   if (io_shut_down_) return;
-  io_shut_down_ = true;  // from here, new operations complete at once with ECANCELED
+  io_shut_down_ = true;  // from here, new operations are refused with ECANCELED
   // Refuse new messages, but wait for those already reserved: with DEFER_TASKRUN only this
   // thread can reap them, and a message left behind is a value (an fd) lost for good.
   mailbox_.fetch_and(~kMailboxOpen, std::memory_order_acq_rel);
-  // Run what was posted before stop (a hand-off must still close its fd), then cancel
-  // every operation in flight and reap until the kernel holds nothing of ours
-  // (IO_URING_PITFALLS #17: never free a buffer or frame under an in-flight SQE).
+  // Run what was posted before stop (a hand-off must still close its fd), then cancel every
+  // operation in flight and reap until the kernel holds nothing of ours: a buffer or frame
+  // freed under an in-flight operation would be written after its death.
   run_posted();
-  for (int round = 0; round < 1000 && (ring_->in_flight() > 0 || messages_on_their_way() > 0);
+  for (int round = 0; round < 1000 && (backend_->in_flight() > 0 || messages_on_their_way() > 0);
        ++round) {
-    io_uring_sqe* sqe;
-    if (round % 50 == 0 && ring_->acquire(&sqe, 1)) {
-      io_uring_prep_cancel(sqe, nullptr, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
-      io_uring_sqe_set_data(sqe, nullptr);
-    }
-    ring_->submit_and_wait(1, /*timeout_ms=*/10);
-    ring_->drain([this](IoContext* context, int32_t res, uint32_t flags) {
-      if (context == nullptr) return;
-      if (auto next = context->on_cqe(*context, res, flags)) ready_.push_back(next);
-    });
+    if (round % 50 == 0) backend_->cancel_all();
+    backend_->poll(true, std::chrono::milliseconds(10), ready_, 0);
+    now_ = Clock::now();
+    timers_.fire_due(now_);
     dispatch_messages();
     resume_ready();
     run_posted();
   }
-  if (ring_->in_flight() > 0) {
-    LOG_ERROR("event loop stopped with {} operations still in flight", ring_->in_flight());
+  if (backend_->in_flight() > 0) {
+    LOG_ERROR("event loop stopped with {} operations still in flight", backend_->in_flight());
   }
   if (messages_on_their_way() > 0) {
     LOG_ERROR("event loop stopped with {} ring messages announced but never received",
@@ -341,93 +318,6 @@ void EventLoop::shutdown_io() noexcept {
   // Coroutines still suspended wait on nothing the kernel holds: destroy them now.
   spawned_.destroy_all();
   run_posted();
-}
-
-}  // namespace ucp
-
-namespace ucp {
-
-namespace io {
-uint64_t coarse_now_ms() noexcept {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000 + static_cast<uint64_t>(now.tv_nsec) / 1000000;
-}
-}  // namespace io
-
-void EventLoop::add_deadline(io::DeadlineNode& node, uint32_t timeout_ms) noexcept {
-  if (node.linked) remove_deadline(node);
-  node.due_ms = io::coarse_now_ms() + timeout_ms;
-  node.prev = deadlines_tail_;
-  node.next = nullptr;
-  if (deadlines_tail_) {
-    deadlines_tail_->next = &node;
-  } else {
-    deadlines_head_ = &node;
-  }
-  deadlines_tail_ = &node;
-  node.linked = true;
-  uint32_t wanted_tick = std::max<uint32_t>(timeout_ms / 4, 5);
-  if (tick_ms_ == 0 || wanted_tick < tick_ms_) tick_ms_ = wanted_tick;
-  arm_deadline_tick();
-}
-
-void EventLoop::remove_deadline(io::DeadlineNode& node) noexcept {
-  if (!node.linked) return;
-  if (node.prev) {
-    node.prev->next = node.next;
-  } else {
-    deadlines_head_ = node.next;
-  }
-  if (node.next) {
-    node.next->prev = node.prev;
-  } else {
-    deadlines_tail_ = node.prev;
-  }
-  node.prev = node.next = nullptr;
-  node.linked = false;
-}
-
-void EventLoop::arm_deadline_tick() {
-  if (tick_armed_ || io_shut_down_ || deadlines_head_ == nullptr) return;
-  io_uring_sqe* sqe;
-  if (!ring_->acquire(&sqe, 1)) return;  // retried when the next deadline is added
-  tick_interval_ = io::KernelTimespec::from_ms(tick_ms_);
-  io_uring_prep_timeout(sqe, reinterpret_cast<__kernel_timespec*>(&tick_interval_), 0, 0);
-  tick_context_.loop = this;
-  tick_context_.on_cqe = &on_deadline_tick;
-  io_uring_sqe_set_data(sqe, &tick_context_);
-  tick_armed_ = true;
-}
-
-std::coroutine_handle<> EventLoop::on_deadline_tick(IoContext& context, int32_t,
-                                                    uint32_t) noexcept {
-  EventLoop* loop = static_cast<TickContext&>(context).loop;
-  loop->tick_armed_ = false;
-  loop->sweep_deadlines();
-  loop->arm_deadline_tick();
-  return {};
-}
-
-void EventLoop::sweep_deadlines() noexcept {
-  uint64_t now = io::coarse_now_ms();
-  // Detach the due nodes first: firing one may add or remove others.
-  io::DeadlineNode* due = nullptr;
-  for (io::DeadlineNode* node = deadlines_head_; node != nullptr;) {
-    io::DeadlineNode* next = node->next;
-    if (node->due_ms <= now) {
-      remove_deadline(*node);
-      node->next = due;
-      due = node;
-    }
-    node = next;
-  }
-  while (due != nullptr) {
-    io::DeadlineNode* next = due->next;
-    due->next = nullptr;
-    due->fire(*due);  // schedules, never resumes inline: nothing is freed under us
-    due = next;
-  }
 }
 
 }  // namespace ucp

@@ -107,6 +107,17 @@ void LogFile::roll_if_later_day(int32_t day) {
   roll();
 }
 
+void LogFile::reopen_path() {
+  flush();
+  std::string error = create_parent_directories(path_);
+  if (error.empty()) error = reopen();  // replaces fd_ only once the new file is open
+  if (!error.empty()) {
+    std::fprintf(stderr, "ucp log: %s; still writing to the file open before\n", error.c_str());
+    return;
+  }
+  error_reported_ = false;  // a new file: its own errors deserve a line again
+}
+
 void LogFile::roll() {
   flush();
   fd_.reset();

@@ -49,6 +49,11 @@ class LogFile {
   void flush();
   /// Closes the live file, shifts the numbered ones and starts an empty live file.
   void roll();
+  /// Writes what is buffered, closes the file and opens the path again (creating the file,
+  /// and the directories above it, when they are gone): after logrotate has moved the file
+  /// away, lines go to a new file at the configured path. If that fails, lines keep going to
+  /// the file already open and the reason is printed once on stderr.
+  void reopen_path();
   /// The daily roll: rolls if `day` (RecordFormatter::day_of) is later than the day of the
   /// file's previous line (or of open()). An earlier day (a record stamped before midnight
   /// that arrives after the roll) stays in the new file rather than rolling again.

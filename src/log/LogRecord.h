@@ -17,6 +17,11 @@ namespace ucp::log_detail {
 
 using DeferredFormat = void (*)(std::string_view blob, fmt::memory_buffer& out);
 
+/// A record whose `format` is this function carries no message: it asks the background
+/// thread to reopen the log file at that point of the stream (Logger::reopen), so every
+/// record queued before it goes to the old file and every one after it to the new file.
+inline void reopen_request(std::string_view, fmt::memory_buffer&) {}
+
 struct LogRecord {
   int64_t time_ns = 0;              // CLOCK_REALTIME at the call
   const char* file = nullptr;       // __FILE__: a string literal, lives forever
@@ -32,6 +37,7 @@ struct LogRecord {
   std::string_view bytes() const noexcept { return {heap ? heap.get() : inline_bytes, size}; }
 };
 
-static_assert(sizeof(LogRecord) + sizeof(uint64_t) <= 256, "a queue cell should stay 4 lines");
+static_assert(sizeof(LogRecord) + sizeof(uint64_t) <= Logger::kQueueSlotBytes,
+              "a queue cell should stay 4 lines (and what Logger::kQueueSlotBytes says)");
 
 }  // namespace ucp::log_detail

@@ -1,6 +1,7 @@
 #include "ucp/log/Logger.h"
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,8 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include <pthread.h>
@@ -107,6 +110,9 @@ class Sinks {
   void flush_console() {
     if (console_) console_->flush();
   }
+  void reopen() {
+    if (file_) file_->reopen_path();
+  }
   bool file_has_buffered() const noexcept { return file_ && file_->has_buffered(); }
   // Writes what is left and closes the file (a reader waiting for EOF gets it now).
   void close() {
@@ -203,6 +209,25 @@ class Backend {
     }
   }
 
+  // Any thread. Async: queues a reopen request behind every record logged so far (it is never
+  // dropped, whatever the queue-full policy); sync: reopens at once under the writer's lock.
+  void reopen() {
+    if (finished_.load(std::memory_order_acquire)) return;
+    if (!options_.async) {
+      std::lock_guard lock(sync_mutex_);
+      sinks_.reopen();
+      return;
+    }
+    auto fill = [](LogRecord& record) noexcept {
+      record.format = &log_detail::reopen_request;
+      record.size = 0;
+      record.file = __FILE__;
+    };
+    size_t position = 0;
+    if (!queue_.try_push_with(fill, &position)) push_waiting(fill, position);
+    wake_consumer();
+  }
+
   // The thread that calls it: drains the queue, writes everything, joins the thread.
   void stop() {
     if (thread_.joinable()) {
@@ -264,6 +289,10 @@ class Backend {
       size_t popped = 0;
       bool urgent = false;
       while (popped < kMaxBatch && queue_.try_pop_with([&](LogRecord& record) {
+        if (record.format == &log_detail::reopen_request) {
+          sinks_.reopen();
+          return;
+        }
         sinks_.emit(record.time_ns, record.level, record.tid, record.file, record.line,
                     record.bytes(), record.format);
         urgent = urgent || record.level >= LogLevel::kError;
@@ -443,8 +472,14 @@ std::string Logger::init(const LogOptions& options) {
   retire_locked();  // a second init replaces the first
   try {
     g_current = std::make_unique<Backend>(options, std::move(file), std::move(console));
-  } catch (const std::exception& e) {  // bad_alloc for the queue, system_error for the thread
-    return std::string("cannot start the logger: ") + e.what();
+  } catch (const std::bad_alloc&) {  // the queue is allocated (and touched) whole, here
+    const uint64_t slots = std::bit_ceil(uint64_t{options.queue_capacity});
+    return fmt::format(
+        "log.queue_capacity: cannot allocate the log queue, {} records x {} B = {} bytes: out "
+        "of memory or address space; lower log.queue_capacity",
+        slots, kQueueSlotBytes, slots * kQueueSlotBytes);
+  } catch (const std::system_error& e) {
+    return std::string("cannot start the logger's thread: ") + e.what();
   }
   set_level(options.level);
   g_backend.store(g_current.get(), std::memory_order_release);
@@ -461,6 +496,11 @@ void Logger::shutdown() noexcept {
 }
 
 uint64_t Logger::dropped() noexcept { return g_dropped_total.load(std::memory_order_relaxed); }
+
+void Logger::reopen() {
+  Backend* backend = g_backend.load(std::memory_order_acquire);
+  if (backend != nullptr) backend->reopen();
+}
 
 namespace {
 

@@ -70,6 +70,70 @@ TEST_F(LoggerTest, RecordHasLocalTimestampLevelThreadAndLocation) {
   EXPECT_EQ(lines[0].substr(0, 10), today);  // local time, not UTC (unless TZ says so)
 }
 
+// logrotate: the live file is moved away, then reopen(). Records logged before the call end
+// in the moved file, records logged after it in a new file at the configured path.
+TEST_F(LoggerTest, ReopenStartsANewFileAtThePathAfterTheOldOneWasMoved) {
+  for (bool async : {true, false}) {
+    SCOPED_TRACE(async ? "async" : "sync");
+    const std::string path = dir_ / (async ? "async.log" : "sync.log");
+    auto options = file_options(path);
+    options.async = async;
+    ASSERT_EQ(Logger::init(options), "");
+    LOG_INFO("before-{}", 1);
+    LOG_INFO("before-{}", 2);
+    std::filesystem::rename(path, path + ".1");  // the writer may still hold lines: fine
+    Logger::reopen();
+    LOG_INFO("after-{}", 1);
+    Logger::shutdown();
+    auto old_lines = read_lines(path + ".1");
+    auto new_lines = read_lines(path);
+    EXPECT_EQ(count_containing(old_lines, "before-"), 2u);
+    EXPECT_EQ(count_containing(old_lines, "after-"), 0u);
+    ASSERT_EQ(new_lines.size(), 1u);
+    EXPECT_NE(new_lines[0].find("after-1"), std::string::npos) << new_lines[0];
+  }
+}
+
+TEST_F(LoggerTest, ReopenFromManyThreadsWhileTheyLogLosesNoRecord) {
+  const std::string path = dir_ / "busy.log";
+  auto options = file_options(path);
+  options.queue_capacity = 64;  // full queue: reopen requests must wait, never be dropped
+  options.queue_full_policy = QueueFullPolicy::kDrop;
+  ASSERT_EQ(Logger::init(options), "");
+  constexpr int kThreads = 4;
+  constexpr int kRecords = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t] {
+      for (int i = 0; i < kRecords; ++i) {
+        if (i % 500 == 0) Logger::reopen();
+        LOG_ERROR("t{} r{}", t, i);  // ERROR waits for its write: none is dropped
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  Logger::shutdown();
+  EXPECT_EQ(count_containing(read_lines(path), " r"), size_t{kThreads} * kRecords);
+}
+
+TEST_F(LoggerTest, ReopenRecreatesAMissingDirectoryAndIsANoOpWithoutALogger) {
+  Logger::reopen();  // before init: nothing to do, nothing to crash
+  const std::string path = dir_ / "sub/server.log";
+  ASSERT_EQ(Logger::init(file_options(path)), "");
+  LOG_INFO("first");
+  Logger::reopen();
+  LOG_INFO("flushed");
+  LOG_ERROR("wait for the writer");  // ERROR returns once written: the reopen is done
+  std::filesystem::remove_all(dir_ / "sub");
+  Logger::reopen();
+  LOG_INFO("second");
+  Logger::shutdown();
+  Logger::reopen();  // after shutdown: no-op
+  auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("second"), std::string::npos);
+}
+
 TEST_F(LoggerTest, FiltersLevelsAndChangesThemAtRunTime) {
   auto options = file_options(dir_ / "server.log");
   options.level = LogLevel::kWarn;

@@ -1,5 +1,6 @@
 #include "ucp/net/InetAddress.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <arpa/inet.h>
@@ -21,6 +22,14 @@ std::optional<InetAddress> InetAddress::parse(const std::string& ip, uint16_t po
     return InetAddress(storage);
   }
   return std::nullopt;
+}
+
+InetAddress::InetAddress(const sockaddr* address, socklen_t length) noexcept {
+  std::memcpy(&storage_, address, std::min<size_t>(length, sizeof storage_));
+}
+
+bool operator==(const InetAddress& a, const InetAddress& b) noexcept {
+  return a.length() == b.length() && std::memcmp(a.get(), b.get(), a.length()) == 0;
 }
 
 std::optional<InetAddress> InetAddress::local_of(int fd) {

@@ -107,13 +107,37 @@ void OutputQueue::append_borrowed(OutputSegment& segment) noexcept {
   size_ += segment.size;
 }
 
-size_t OutputQueue::gather(std::span<iovec> buffers) const noexcept {
+size_t OutputQueue::gather(std::span<iovec> buffers, const OutputSegment** last) const noexcept {
   size_t count = 0;
   for (OutputSegment* segment = head_; segment != nullptr && count < buffers.size();
        segment = segment->next) {
     buffers[count++] = iovec{const_cast<std::byte*>(segment->data), segment->size};
+    if (last != nullptr) *last = segment;
   }
   return count;
+}
+
+bool OutputQueue::remove(OutputSegment& segment, const OutputSegment* in_flight_last) noexcept {
+  assert(segment.kind != SegmentKind::kChunk);
+  bool in_flight = in_flight_last != nullptr;
+  OutputSegment* previous = nullptr;
+  for (OutputSegment* node = head_; node != nullptr; previous = node, node = node->next) {
+    if (node != &segment) {
+      if (node == in_flight_last) in_flight = false;  // everything after it is not
+      continue;
+    }
+    if (in_flight) return false;
+    if (previous != nullptr) {
+      previous->next = node->next;
+    } else {
+      head_ = node->next;
+    }
+    if (tail_ == node) tail_ = previous;
+    size_ -= node->size;
+    node->next = nullptr;
+    return true;
+  }
+  return false;
 }
 
 OutputSegment* OutputQueue::consume(size_t bytes) noexcept {

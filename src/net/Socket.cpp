@@ -24,6 +24,17 @@ Result<UniqueFd> listen_on(const InetAddress& address, const ListenOptions& opti
   return fd;
 }
 
+Result<UniqueFd> open_tcp_socket(int family) {
+  UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP));
+  if (!fd) return Unexpected{error_from_errno(errno)};
+  return fd;
+}
+
+void set_linger_reset(int fd) noexcept {
+  const linger reset{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+}
+
 void set_tcp_nodelay(int fd, bool on) noexcept {
   int value = on ? 1 : 0;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &value, sizeof value);

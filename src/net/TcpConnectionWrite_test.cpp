@@ -17,9 +17,11 @@
 #include <sys/socket.h>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/WithTimeout.h"
 #include "ucp/memory/MemoryPool.h"
 #include "ucp/net/TcpServer.h"
 
+#include "Backends.h"
 #include "LoopbackClient.h"
 
 namespace ucp {
@@ -32,8 +34,8 @@ constexpr uint64_t kSmallLimit = 64 * 1024;  // max_output_bytes where a test wa
 
 class WriteServer {
  public:
-  WriteServer(TcpServer::Handler handler, uint64_t max_output_bytes,
-              uint32_t shutdown_timeout_ms = 3000) {
+  WriteServer(BackendKind backend, TcpServer::Handler handler, uint64_t max_output_bytes,
+              uint32_t shutdown_timeout_ms = 3000, uint32_t write_timeout_ms = 0) {
     ServerOptions options;
     options.ip = "127.0.0.1";
     options.port = 0;
@@ -41,7 +43,9 @@ class WriteServer {
     options.read_timeout_ms = 10000;
     options.shutdown_timeout_ms = shutdown_timeout_ms;
     options.max_output_bytes = max_output_bytes;
+    options.write_timeout_ms = write_timeout_ms;
     LoopOptions loop;
+    loop.backend = backend;
     loop.ring_entries = 256;
     server_ = std::make_unique<TcpServer>(options, loop, std::move(handler));
     std::string error = server_->start();
@@ -114,6 +118,14 @@ bool wait_until(Predicate done, std::chrono::milliseconds timeout = 15s) {
   return true;
 }
 
+// Every test runs on io_uring and on epoll.
+class TcpConnectionWrite : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam()); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, TcpConnectionWrite, test::kAllBackends, test::backend_name);
+
 // ---- byte order across write() and write_all(), from two coroutines ----
 
 struct Piece {
@@ -167,10 +179,11 @@ Task<> two_interleaved_writers(TcpConnection& connection, OrderState& state) {
   }
 }
 
-TEST(TcpConnectionWrite, InterleavedWriteAndWriteAllArriveInCallOrder) {
+TEST_P(TcpConnectionWrite, InterleavedWriteAndWriteAllArriveInCallOrder) {
   OrderState state;
-  WriteServer server([&state](TcpConnection& c) { return two_interleaved_writers(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return two_interleaved_writers(c, state); },
+      kSmallLimit);
   UniqueFd client = connect_client(server.port());
   ASSERT_TRUE(client);
   Received received = receive_until_closed(client.get());
@@ -225,10 +238,11 @@ Task<> many_small_writes(TcpConnection& connection, CoalesceState& state) {
   state.drained = connection.queued_output_bytes() == 0;
 }
 
-TEST(TcpConnectionWrite, ManySmallWritesCoalesceIntoFewSendsAndAllArrive) {
+TEST_P(TcpConnectionWrite, ManySmallWritesCoalesceIntoFewSendsAndAllArrive) {
   CoalesceState state;
-  WriteServer server([&state](TcpConnection& c) { return many_small_writes(c, state); },
-                     /*max_output_bytes=*/4194304);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return many_small_writes(c, state); },
+      /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port());
   ASSERT_TRUE(client);
   Received received = receive_until_closed(client.get());
@@ -276,10 +290,10 @@ Task<> write_until_told(TcpConnection& connection, BoundedState& state) {
   }
 }
 
-TEST(TcpConnectionWrite, WriteSuspendsPastMaxOutputBytesAndResumesWhenThePeerReads) {
+TEST_P(TcpConnectionWrite, WriteSuspendsPastMaxOutputBytesAndResumesWhenThePeerReads) {
   BoundedState state;
-  WriteServer server([&state](TcpConnection& c) { return write_until_told(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_until_told(c, state); }, kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   // Not reading: the writer must stop making progress, suspended inside write().
@@ -327,10 +341,11 @@ Task<> write_and_return(TcpConnection& connection, ReturnState& state) {
   state.queued_at_return = connection.queued_output_bytes();
 }
 
-TEST(TcpConnectionWrite, HandlerThatWritesAndReturnsAtOnceDeliversEverythingBeforeEof) {
+TEST_P(TcpConnectionWrite, HandlerThatWritesAndReturnsAtOnceDeliversEverythingBeforeEof) {
   ReturnState state;
-  WriteServer server([&state](TcpConnection& c) { return write_and_return(c, state); },
-                     /*max_output_bytes=*/4194304);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_and_return(c, state); },
+      /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.queued_at_return.load() > 0; }));
@@ -358,10 +373,11 @@ Task<> write_then_half_close(TcpConnection& connection, HalfCloseState& state) {
   (void)co_await connection.read(std::span<char>(&byte, 1));  // until the peer closes
 }
 
-TEST(TcpConnectionWrite, ShutdownWriteSendsFinAfterTheQueuedBytes) {
+TEST_P(TcpConnectionWrite, ShutdownWriteSendsFinAfterTheQueuedBytes) {
   HalfCloseState state;
-  WriteServer server([&state](TcpConnection& c) { return write_then_half_close(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_then_half_close(c, state); },
+      kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   std::this_thread::sleep_for(100ms);
@@ -404,10 +420,10 @@ Task<> write_until_reset(TcpConnection& connection, ResetState& state) {
   state.done = true;
 }
 
-TEST(TcpConnectionWrite, PeerResetWithBytesQueuedFailsLaterWritesAndFreesTheQueue) {
+TEST_P(TcpConnectionWrite, PeerResetWithBytesQueuedFailsLaterWritesAndFreesTheQueue) {
   ResetState state;
-  WriteServer server([&state](TcpConnection& c) { return write_until_reset(c, state); },
-                     kSmallLimit);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_until_reset(c, state); }, kSmallLimit);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   size_t last = ~size_t{0};
@@ -446,11 +462,12 @@ Task<> write_much_and_return(TcpConnection& connection, AbandonState& state) {
   state.returned = true;
 }
 
-TEST(TcpConnectionWrite, CloseGivesUpOnAPeerThatNeverReadsAfterTheFlushTimeout) {
+TEST_P(TcpConnectionWrite, CloseGivesUpOnAPeerThatNeverReadsAfterTheFlushTimeout) {
   constexpr uint32_t kFlushTimeoutMs = 300;
   AbandonState state;
-  WriteServer server([&state](TcpConnection& c) { return write_much_and_return(c, state); },
-                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/kFlushTimeoutMs);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_much_and_return(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/kFlushTimeoutMs);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.returned.load(); }));
@@ -462,6 +479,153 @@ TEST(TcpConnectionWrite, CloseGivesUpOnAPeerThatNeverReadsAfterTheFlushTimeout) 
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - returned);
   std::printf("[ figure ] close() gave up %lld ms after the handler returned (timeout %u ms)\n",
               static_cast<long long>(waited.count()), kFlushTimeoutMs);
+}
+
+// ---- write deadline: a peer that stops taking its output is cut off ----
+
+struct StalledState {
+  std::atomic<int> write_error{0};  // errc value; 0 = none yet
+  std::atomic<int> read_error{0};
+  std::atomic<bool> done{false};
+};
+
+constexpr size_t kStalledBytes = 2 << 20;
+
+// Writes 2 MiB with write_all (never copied: the writer waits for the peer), then reads.
+Task<> write_all_then_read(TcpConnection& connection, StalledState& state) {
+  shrink_send_buffer(connection);
+  std::string data = pattern(13, kStalledBytes);
+  auto written = co_await connection.write_all(std::span<const char>(data));
+  if (!written) state.write_error = written.error().value();
+  char byte;
+  auto n = co_await connection.read(std::span<char>(&byte, 1));
+  if (!n) state.read_error = n.error().value();
+  state.done = true;
+}
+
+TEST_P(TcpConnectionWrite, WriteTimeoutEndsAWriterWhosePeerNeverReadsAndItsReads) {
+  StalledState state;
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_all_then_read(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
+      /*write_timeout_ms=*/300);
+  UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
+  ASSERT_TRUE(client);
+  // Bounded wait for correctness, not for speed: the writer must be released.
+  ASSERT_TRUE(wait_until([&] { return state.done.load(); }, 10s)) << "write_all still waits";
+  EXPECT_EQ(state.write_error.load(), static_cast<int>(std::errc::timed_out));
+  EXPECT_EQ(state.read_error.load(), static_cast<int>(std::errc::timed_out));
+  EXPECT_TRUE(wait_until([&] { return server.server().connection_count() == 0; }));
+  // The server still serves: a reading peer gets everything.
+  StalledState second;
+  WriteServer patient(
+      GetParam(), [&second](TcpConnection& c) { return write_all_then_read(c, second); }, 4194304,
+      3000, /*write_timeout_ms=*/300);
+  UniqueFd reader = connect_client(patient.port());
+  std::string all;
+  std::vector<char> buffer(1 << 16);
+  while (all.size() < kStalledBytes) {
+    auto n = test::recv_some(reader.get(), buffer, 10000);
+    if (!n || *n == 0) break;
+    all.append(buffer.data(), *n);
+  }
+  EXPECT_EQ(all.size(), kStalledBytes);
+  EXPECT_EQ(second.write_error.load(), 0);
+}
+
+TEST_P(TcpConnectionWrite, SlowButSteadyReaderIsNeverCutOffByTheWriteTimeout) {
+  StalledState state;
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_all_then_read(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
+      /*write_timeout_ms=*/300);
+  UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
+  ASSERT_TRUE(client);
+  // Taken in small steps, one every 20 ms: slow, but never 300 ms without a byte.
+  std::string all;
+  std::vector<char> buffer(1 << 16);
+  while (all.size() < kStalledBytes) {
+    std::this_thread::sleep_for(20ms);
+    auto n = test::recv_some(client.get(), buffer, 10000);
+    if (!n || *n == 0) break;
+    all.append(buffer.data(), *n);
+  }
+  EXPECT_EQ(all.size(), kStalledBytes);
+  EXPECT_EQ(state.write_error.load(), 0);
+}
+
+// ---- cancelling writes ----
+
+struct CancelState {
+  std::atomic<int> queued_write_error{0};
+  std::atomic<bool> done{false};
+};
+
+constexpr size_t kBigWrite = 1 << 20;
+
+// A big write_all from a second coroutine fills the socket; a small write_all queued behind it
+// is abandoned by its deadline before any of its bytes reached a send: it leaves the queue
+// cleanly, and the connection goes on.
+Task<> big_write(TcpConnection& connection, bool& finished) {
+  std::string big = pattern(21, kBigWrite);
+  (void)co_await connection.write_all(std::span<const char>(big));
+  finished = true;
+}
+
+Task<> cancel_a_queued_write(TcpConnection& connection, CancelState& state) {
+  shrink_send_buffer(connection);
+  bool big_done = false;
+  connection.loop().spawn(big_write(connection, big_done));
+  co_await io::sleep_for(connection.loop(), 5ms);  // the big write is on its way and stuck
+  std::string never = "NEVER SENT";
+  auto r = co_await with_timeout(connection.write_all(std::span<const char>(never)), 50ms);
+  if (!r) state.queued_write_error = r.error().value();
+  std::string tail = "tail";
+  (void)co_await connection.write_all(std::span<const char>(tail));
+  while (!big_done) co_await io::sleep_for(connection.loop(), 1ms);
+  state.done = true;
+}
+
+TEST_P(TcpConnectionWrite, ACancelledWriteThatHasNotStartedLeavesTheStreamIntact) {
+  CancelState state;
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return cancel_a_queued_write(c, state); },
+      /*max_output_bytes=*/4194304);
+  UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
+  ASSERT_TRUE(client);
+  std::this_thread::sleep_for(200ms);  // the small write's deadline passes while nobody reads
+  Received received = receive_until_closed(client.get());
+  EXPECT_EQ(state.queued_write_error.load(), static_cast<int>(std::errc::timed_out));
+  ASSERT_EQ(received.data.size(), kBigWrite + 4);
+  EXPECT_TRUE(received.data.substr(0, kBigWrite) == pattern(21, kBigWrite));
+  EXPECT_EQ(received.data.substr(kBigWrite), "tail");
+  EXPECT_TRUE(state.done.load());
+}
+
+// A write already partly sent cannot be taken back without cutting the stream: cancelling it
+// fails the connection's output, and later writes report that.
+Task<> cancel_a_write_on_its_way(TcpConnection& connection, CancelState& state) {
+  shrink_send_buffer(connection);
+  std::string big = pattern(22, kBigWrite);
+  auto r = co_await with_timeout(connection.write_all(std::span<const char>(big)), 50ms);
+  if (!r) state.queued_write_error = r.error().value();
+  std::string more = "more";
+  auto later = co_await connection.write(std::span<const char>(more));
+  state.done = !later && later.error() == std::errc::operation_canceled;
+}
+
+TEST_P(TcpConnectionWrite, ACancelledWritePartlySentFailsTheOutput) {
+  CancelState state;
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return cancel_a_write_on_its_way(c, state); },
+      /*max_output_bytes=*/4194304);
+  UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(wait_until([&] { return state.queued_write_error.load() != 0; }));
+  EXPECT_EQ(state.queued_write_error.load(), static_cast<int>(std::errc::timed_out));
+  Received received = receive_until_closed(client.get());
+  EXPECT_LT(received.data.size(), kBigWrite);  // cut: never the whole write
+  EXPECT_TRUE(state.done.load());
 }
 
 // ---- graceful stop: buffered output is still delivered ----
@@ -483,10 +647,11 @@ Task<> write_then_wait_for_stop(TcpConnection& connection, StopState& state) {
   (void)co_await connection.read(std::span<char>(&byte, 1));  // ends with the stop
 }
 
-TEST(TcpConnectionWrite, GracefulStopStillDeliversBufferedWrites) {
+TEST_P(TcpConnectionWrite, GracefulStopStillDeliversBufferedWrites) {
   StopState state;
-  WriteServer server([&state](TcpConnection& c) { return write_then_wait_for_stop(c, state); },
-                     /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/5000);
+  WriteServer server(
+      GetParam(), [&state](TcpConnection& c) { return write_then_wait_for_stop(c, state); },
+      /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/5000);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
   ASSERT_TRUE(wait_until([&] { return state.written.load(); }));

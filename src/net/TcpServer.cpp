@@ -2,32 +2,22 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "ucp/log/Logger.h"
+#include "ucp/net/SocketActivation.h"
+
+#include "RingHandOff.h"
 
 namespace ucp {
-
-namespace {
-// Sent once to every worker before the first connection: fds are never negative.
-constexpr int32_t kRingProbe = -1;
-constexpr auto kRingProbeTimeout = std::chrono::milliseconds(2000);
-}  // namespace
 
 /// Per-worker state, touched only on that worker's thread (after creation).
 struct TcpServer::Worker {
   EventLoop* loop = nullptr;
+  size_t index = 0;
   ConnectionNode* connections = nullptr;  // live connections, for draining at shutdown
   bool draining = false;
-};
-
-/// One accepted fd on its way to a worker through IORING_OP_MSG_RING (main loop thread).
-struct TcpServer::HandOff {
-  explicit HandOff(TcpServer* owner) noexcept : server(owner), message(this, &on_ring_hand_off) {}
-  TcpServer* server;
-  io::RingMessage message;
-  Worker* worker = nullptr;
-  int fd = -1;  // still ours until the main ring's CQE confirms delivery
-  HandOff* next_free = nullptr;
 };
 
 TcpServer::TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler)
@@ -41,8 +31,18 @@ TcpServer::~TcpServer() {
 }
 
 std::string TcpServer::start(std::string* warnings) {
-  auto address = InetAddress::parse(options_.ip, options_.port);
-  if (!address) return "server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address";
+  // An inherited listening socket is ours from here on, whatever fails next.
+  UniqueFd inherited(options_.listen_fd);
+  std::optional<InetAddress> address;
+  if (inherited) {
+    if (auto checked = check_listening_tcp_socket(inherited.get()); !checked) {
+      return "inherited socket (fd " + std::to_string(inherited.get()) +
+             ") is not a listening TCP socket: " + checked.error().message();
+    }
+  } else {
+    address = InetAddress::parse(options_.ip, options_.port);
+    if (!address) return "server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address";
+  }
 
   // The main loop only accepts: it needs no provided or registered buffers of its own.
   LoopOptions main_options = loop_options_;
@@ -54,45 +54,65 @@ std::string TcpServer::start(std::string* warnings) {
   if (!main_loop) return EventLoop::describe_setup_error(main_loop.error(), main_options);
   main_loop_ = std::move(*main_loop);
 
-  auto listening = listen_on(*address, options_.listen);
-  if (!listening) {
-    if (listening.error() == std::errc::address_in_use) {
-      return "cannot listen on " + address->to_string() +
-             ": address already in use; stop the other server or choose another server.port";
+  if (inherited) {
+    listen_fd_ = std::move(inherited);
+    local_ = InetAddress::local_of(listen_fd_.get()).value_or(InetAddress{});
+  } else {
+    auto listening = listen_on(*address, options_.listen);
+    if (!listening) {
+      if (listening.error() == std::errc::address_in_use) {
+        return "cannot listen on " + address->to_string() +
+               ": address already in use; stop the other server or choose another server.port";
+      }
+      return "cannot listen on " + address->to_string() + ": " + listening.error().message();
     }
-    return "cannot listen on " + address->to_string() + ": " + listening.error().message();
+    listen_fd_ = std::move(*listening);
+    local_ = InetAddress::local_of(listen_fd_.get()).value_or(*address);
   }
-  listen_fd_ = std::move(*listening);
-  local_ = InetAddress::local_of(listen_fd_.get()).value_or(*address);
 
-  // With SQPOLL, every worker ring shares the main ring's kernel poller thread.
-  LoopOptions worker_options = loop_options_;
-  if (main_loop_->features().sqpoll) worker_options.attach_wq_fd = main_loop_->ring_fd();
-  pool_ = std::make_unique<EventLoopThreadPool>(options_.thread_num, worker_options);
+  main_loop_->attach(listen_fd_.get());
+
+  // Worker loops share the main loop's kernel-side workers where the backend can (io_uring
+  // SQPOLL: one poller thread for every ring).
+  pool_ =
+      std::make_unique<EventLoopThreadPool>(options_.thread_num, loop_options_, main_loop_.get());
   std::string worker_notes;
   if (auto error = pool_->start(&worker_notes); !error.empty()) return error;
-  notes += worker_notes;
+  // The loops warn alike (e.g. the fallback to epoll where io_uring is blocked): say it once.
+  for (size_t begin = 0; begin < worker_notes.size();) {
+    size_t end = worker_notes.find('\n', begin);
+    end = end == std::string::npos ? worker_notes.size() : end + 1;
+    const std::string line = worker_notes.substr(begin, end - begin);
+    if (notes.find(line) == std::string::npos) notes += line;
+    begin = end;
+  }
   for (const auto& loop : pool_->loops()) {
     auto worker = std::make_unique<Worker>();
     worker->loop = loop.get();
+    worker->index = workers_.size();
     workers_.push_back(std::move(worker));
   }
-  if (options_.msg_ring_handoff && !main_loop_->features().msg_ring) {
-    notes +=
-        "msg_ring_handoff: the kernel lacks IORING_OP_MSG_RING (5.18+); handing connections to "
-        "workers through the task queue + eventfd\n";
+  if (options_.msg_ring_handoff && !main_loop_->capabilities().ring_messages) {
+    notes += std::string("msg_ring_handoff: the ") + main_loop_->backend_name() +
+             " backend has no ring messages (io_uring 5.18+ has IORING_OP_MSG_RING); handing "
+             "connections to workers through the task queue + eventfd\n";
   } else if (options_.msg_ring_handoff) {
-    msg_ring_active_ = true;  // confirmed by check_msg_ring before the first accept
-    for (auto& worker : workers_) {
-      Worker* w = worker.get();
-      // The handler belongs to the worker's thread: install it there.
-      w->loop->post([this, w] {
-        w->loop->set_message_handler([this, w](int32_t value) { receive_from_ring(*w, value); });
-      });
-    }
+    std::vector<EventLoop*> loops;
+    for (auto& worker : workers_) loops.push_back(worker->loop);
+    ring_hand_off_ = std::make_unique<RingHandOff>(*main_loop_, std::move(loops), this,
+                                                   &deliver_from_ring, &fall_back_from_ring);
   }
   if (warnings) *warnings += notes;
   return {};
+}
+
+uint64_t TcpServer::ring_hand_offs() const noexcept {
+  return ring_hand_off_ ? ring_hand_off_->delivered() : 0;
+}
+
+std::string TcpServer::describe_loops() const {
+  if (workers_.empty()) return main_loop_ ? main_loop_->describe() : std::string("not started");
+  return std::to_string(workers_.size()) + " worker loop(s), " + workers_.front()->loop->describe();
 }
 
 void TcpServer::run() {
@@ -105,6 +125,11 @@ void TcpServer::run() {
 void TcpServer::stop() noexcept {
   if (stop_requested_.exchange(true)) return;
   main_loop_->post([this] { main_loop_->spawn(shutdown_sequence()); });
+}
+
+void TcpServer::stop_now() noexcept {
+  stop_now_.store(true);
+  stop();  // starts the shutdown if it has not started; it then does not wait
 }
 
 bool TcpServer::warn_allowed(std::chrono::steady_clock::time_point& last) noexcept {
@@ -121,47 +146,12 @@ void TcpServer::on_multishot_accept(void* self, int fd) noexcept {
 }
 
 Task<> TcpServer::accept_connections() {
-  if (msg_ring_active_) co_await check_msg_ring();
-  if (main_loop_->features().multishot_accept) {
+  if (ring_hand_off_) co_await ring_hand_off_->probe(shutting_down_);
+  if (main_loop_->capabilities().multishot_accept) {
     co_await multishot_accept_loop();
   } else {
     co_await accept_loop();
   }
-}
-
-// Before the first connection, every worker must receive one probe message: MSG_RING has to
-// wake a worker blocked in io_uring_enter, also when DEFER_TASKRUN turns the delivery into
-// task work on the worker's thread, and missed wake-ups have been reported on some kernels
-// (IO_URING_PITFALLS #13). If that fails, the connections take the task queue instead.
-Task<> TcpServer::check_msg_ring() {
-  auto deadline = std::chrono::steady_clock::now() + kRingProbeTimeout;
-  size_t sent = 0;
-  std::error_code failure;
-  while (sent < workers_.size() && !shutting_down_ && std::chrono::steady_clock::now() < deadline) {
-    auto result = co_await io::send_message(*main_loop_, *workers_[sent]->loop, kRingProbe);
-    if (result) {
-      ++sent;
-    } else if (result.error() == std::errc::connection_refused) {
-      co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(1));  // handler not set yet
-    } else {
-      failure = result.error();
-      break;
-    }
-  }
-  while (!failure && ring_probes_received_.load() < workers_.size() && !shutting_down_ &&
-         std::chrono::steady_clock::now() < deadline) {
-    co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(1));
-  }
-  if (shutting_down_) co_return;
-  if (!failure && ring_probes_received_.load() == workers_.size()) {
-    LOG_INFO("hand-off: IORING_OP_MSG_RING into {} worker rings", workers_.size());
-    co_return;
-  }
-  msg_ring_active_ = false;
-  LOG_WARN("msg_ring_handoff: {}; handing connections to workers through the task queue + eventfd",
-           failure ? "a probe message failed (" + failure.message() + ")"
-                   : "a worker did not receive a probe message within " +
-                         std::to_string(kRingProbeTimeout.count()) + " ms");
 }
 
 Task<> TcpServer::multishot_accept_loop() {
@@ -179,7 +169,8 @@ Task<> TcpServer::accept_backoff(std::error_code error) {
   if (error == std::errc::too_many_files_open ||
       error == std::errc::too_many_files_open_in_system || error == std::errc::no_buffer_space ||
       error == std::errc::not_enough_memory) {
-    // Out of fds: retrying at once would spin (PITFALLS #8). Back off, warn once a second.
+    // Out of fds: retrying at once would spin (docs/design.md, pitfall 8). Back off, warn once
+    // a second.
     if (warn_allowed(last_fd_warning_)) {
       LOG_WARN("accept: {} ({} connections open); pausing accepts for 100 ms", error.message(),
                live_.load());
@@ -218,7 +209,7 @@ void TcpServer::hand_off(io::Accepted accepted) {
   live_.fetch_add(1, std::memory_order_relaxed);
   Worker& worker = *workers_[next_worker_];
   next_worker_ = (next_worker_ + 1) % workers_.size();
-  if (msg_ring_active_ && send_through_ring(worker, accepted.fd)) return;
+  if (ring_hand_off_ && ring_hand_off_->send(worker.index, accepted.fd)) return;
   post_to_worker(worker, std::move(accepted));
 }
 
@@ -228,67 +219,23 @@ void TcpServer::post_to_worker(Worker& worker, io::Accepted accepted) {
   });
 }
 
-bool TcpServer::send_through_ring(Worker& worker, UniqueFd& fd) {
-  HandOff* slot = free_hand_offs_;
-  if (slot != nullptr) {
-    free_hand_offs_ = slot->next_free;
-  } else {
-    hand_offs_.push_back(std::make_unique<HandOff>(this));
-    slot = hand_offs_.back().get();
-  }
-  if (auto sent = slot->message.send(*main_loop_, *worker.loop, fd.get()); !sent) {
-    // Nothing left (SQ full, or the worker is stopping): the fd is untouched, post it.
-    LOG_DEBUG("msg_ring hand-off refused ({}): using the task queue", sent.error().message());
-    slot->next_free = free_hand_offs_;
-    free_hand_offs_ = slot;
-    return false;
-  }
-  slot->worker = &worker;
-  slot->fd = fd.release();
-  return true;
-}
-
-void TcpServer::on_ring_hand_off(io::RingMessage& message, Result<void> delivered) noexcept {
-  auto& slot = *static_cast<HandOff*>(message.owner());
-  TcpServer& self = *slot.server;
-  Worker& worker = *slot.worker;
-  int fd = std::exchange(slot.fd, -1);
-  slot.next_free = self.free_hand_offs_;
-  self.free_hand_offs_ = &slot;
-  if (delivered) {  // the worker owns the fd now (and may have closed it already)
-    self.ring_hand_offs_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-
-  // Not delivered, so the fd is still ours: this connection takes the task queue instead.
-  if (delivered.error() == std::errc::value_too_large) {  // EOVERFLOW: the worker's CQ is full
-    if (self.warn_allowed(self.last_ring_warning_)) {
-      LOG_WARN("msg_ring hand-off: a worker's completion queue is full; using the task queue");
-    }
-  } else if (self.msg_ring_active_) {
-    self.msg_ring_active_ = false;
-    LOG_WARN(
-        "msg_ring hand-off failed ({}); handing connections to workers through the task "
-        "queue + eventfd from now on",
-        delivered.error().message());
-  }
-  io::Accepted accepted;
-  accepted.fd = UniqueFd(fd);
-  self.post_to_worker(worker, std::move(accepted));
-}
-
-void TcpServer::receive_from_ring(Worker& worker, int32_t value) {
-  if (value == kRingProbe) {
-    ring_probes_received_.fetch_add(1);
+void TcpServer::deliver_from_ring(void* self, size_t index, UniqueFd fd, bool closing) {
+  auto& server = *static_cast<TcpServer*>(self);
+  Worker& worker = *server.workers_[index];
+  if (closing) {  // on its way while this worker shut down: close it
+    server.live_.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
   io::Accepted accepted;
-  accepted.fd = UniqueFd(value);
-  if (worker.loop->io_closed()) {  // on its way while this worker shut down: close it
-    live_.fetch_sub(1, std::memory_order_relaxed);
-    return;
-  }
-  worker.loop->spawn(serve(worker, std::move(accepted)));
+  accepted.fd = std::move(fd);
+  worker.loop->spawn(server.serve(worker, std::move(accepted)));
+}
+
+void TcpServer::fall_back_from_ring(void* self, size_t index, UniqueFd fd) {
+  auto& server = *static_cast<TcpServer*>(self);
+  io::Accepted accepted;
+  accepted.fd = std::move(fd);
+  server.post_to_worker(*server.workers_[index], std::move(accepted));
 }
 
 Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
@@ -299,7 +246,8 @@ Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
   }
   TcpConnection connection(*worker.loop, std::move(accepted.fd), InetAddress(accepted.peer),
                            options_.read_timeout_ms,
-                           OutputLimits{options_.max_output_bytes, options_.shutdown_timeout_ms});
+                           OutputLimits{options_.max_output_bytes, options_.write_timeout_ms,
+                                        options_.shutdown_timeout_ms});
   ConnectionNode node{&connection};
   node.next = worker.connections;
   if (node.next) node.next->prev = &node;
@@ -321,6 +269,7 @@ Task<> TcpServer::shutdown_sequence() {
   shutting_down_ = true;
   LOG_INFO("shutting down: {} connections open", live_.load());
   if (accept_waiting_) (void)co_await io::cancel_fd(*main_loop_, listen_fd_.get());
+  main_loop_->detach(listen_fd_.get());
   listen_fd_.reset();  // new connection attempts are refused from here on
   // Drain: every handler's next (or current) read ends with operation_canceled, while the
   // writes of what it has already read go on; its close() then flushes queued output. A
@@ -336,10 +285,12 @@ Task<> TcpServer::shutdown_sequence() {
   }
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.shutdown_timeout_ms);
-  while (live_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (live_.load() > 0 && std::chrono::steady_clock::now() < deadline && !stop_now_.load()) {
     co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(5));
   }
-  if (live_.load() > 0) {
+  if (live_.load() > 0 && stop_now_.load()) {
+    LOG_WARN("stopping at once: cancelling {} connections", live_.load());
+  } else if (live_.load() > 0) {
     LOG_WARN("shutdown_timeout_ms ({}) passed with {} connections open: cancelling them",
              options_.shutdown_timeout_ms, live_.load());
   }

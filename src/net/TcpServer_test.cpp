@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -19,6 +20,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "Backends.h"
 
 namespace ucp {
 namespace {
@@ -52,6 +55,7 @@ struct ServerParams {
   uint32_t registered_buffers = 0;  // > 0: fixed buffers for single-shot receive() and writes
   bool receive_api = false;         // echo through receive() instead of read()
   bool msg_ring = false;            // hand accepted fds to workers with IORING_OP_MSG_RING
+  BackendKind backend = BackendKind::kIoUring;
 };
 
 class RunningServer {
@@ -67,6 +71,7 @@ class RunningServer {
     options.shutdown_timeout_ms = 3000;
     options.msg_ring_handoff = params.msg_ring;
     LoopOptions loop;
+    loop.backend = params.backend;
     loop.ring_entries = 256;
     loop.sqpoll = params.sqpoll;
     loop.defer_taskrun = params.defer_taskrun;
@@ -156,7 +161,10 @@ std::string pattern(size_t size, unsigned seed) {
   return s;
 }
 
-class TcpServerMatrix : public ::testing::TestWithParam<ServerParams> {};
+class TcpServerMatrix : public ::testing::TestWithParam<ServerParams> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam().backend); }
+};
 
 TEST_P(TcpServerMatrix, EchoesEverySizeFromOneByteToOneMebibyte) {
   RunningServer server(GetParam());
@@ -253,9 +261,29 @@ INSTANTIATE_TEST_SUITE_P(
         ServerParams{3, true, false, 0, 0, false, true},
         ServerParams{3, false, false, 0, 0, false, true},
         ServerParams{3, false, true, 256, 0, false, true},
-        ServerParams{3, false, true, 0, 64, true, true}),
+        ServerParams{3, false, true, 0, 64, true, true},
+        // epoll: single-shot and multishot reads (4 = the buffer stack runs dry), read() and
+        // receive(), one and three workers; msg_ring and registered buffers are io_uring only
+        // (a warning each, then the task queue and pool blocks)
+        ServerParams{1, false, true, 0, 0, false, false, BackendKind::kEpoll},
+        ServerParams{3, false, true, 0, 0, false, false, BackendKind::kEpoll},
+        ServerParams{1, false, true, 256, 0, false, false, BackendKind::kEpoll},
+        ServerParams{3, false, true, 256, 0, false, false, BackendKind::kEpoll},
+        ServerParams{1, false, true, 4, 0, false, false, BackendKind::kEpoll},
+        ServerParams{1, false, true, 0, 0, true, false, BackendKind::kEpoll},
+        ServerParams{1, false, true, 256, 0, true, false, BackendKind::kEpoll},
+        ServerParams{3, false, true, 256, 0, true, false, BackendKind::kEpoll},
+        ServerParams{1, false, true, 4, 0, true, false, BackendKind::kEpoll},
+        ServerParams{3, false, true, 0, 0, false, true, BackendKind::kEpoll},
+        ServerParams{1, false, true, 0, 64, true, false, BackendKind::kEpoll}),
     [](const auto& param_info) {
       const ServerParams& p = param_info.param;
+      if (p.backend == BackendKind::kEpoll) {
+        return std::string("epoll_threads") + std::to_string(p.threads) +
+               (p.provided_buffers ? "_multishot" + std::to_string(p.provided_buffers) : "") +
+               (p.registered_buffers ? "_registered" + std::to_string(p.registered_buffers) : "") +
+               (p.receive_api ? "_receive" : "") + (p.msg_ring ? "_msgring" : "");
+      }
       return "threads" + std::to_string(p.threads) + (p.sqpoll ? "_sqpoll" : "") +
              (p.defer_taskrun ? "_defer" : "_coop") +
              (p.provided_buffers ? "_multishot" + std::to_string(p.provided_buffers) : "") +
@@ -276,12 +304,14 @@ Task<> counting_echo_handler(TcpConnection& connection) {
   }
 }
 
-std::array<int, 4> lease_sources_after_echo(uint32_t provided, uint32_t registered) {
+std::array<int, 4> lease_sources_after_echo(BackendKind backend, uint32_t provided,
+                                            uint32_t registered) {
   for (auto& count : g_lease_sources) count = 0;
   ServerOptions options;
   options.ip = "127.0.0.1";
   options.port = 0;
   LoopOptions loop;
+  loop.backend = backend;
   loop.ring_entries = 64;
   loop.provided_buffers_count = provided;
   loop.registered_buffers_count = registered;
@@ -303,20 +333,42 @@ std::array<int, 4> lease_sources_after_echo(uint32_t provided, uint32_t register
   return counts;
 }
 
-TEST(TcpServer, ReceiveLendsRingRegisteredOrPoolBuffersAsConfigured) {
+// The tests of TcpServerBackends run on io_uring and on epoll.
+class TcpServerBackends : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam()); }
+  ServerParams params(uint32_t threads, uint32_t provided_buffers = 0) const {
+    ServerParams p{threads, false, true, provided_buffers};
+    p.backend = GetParam();
+    return p;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, TcpServerBackends, test::kAllBackends, test::backend_name);
+
+TEST_P(TcpServerBackends, ReceiveLendsRingRegisteredOrPoolBuffersAsConfigured) {
   using Source = io::BufferLease::Source;
-  auto multishot = lease_sources_after_echo(64, 0);
-  EXPECT_EQ(multishot[size_t(Source::kProvidedRing)], 10);
-  auto registered = lease_sources_after_echo(0, 8);
-  EXPECT_EQ(registered[size_t(Source::kFixed)], 10);
-  auto plain = lease_sources_after_echo(0, 0);
+  auto multishot = lease_sources_after_echo(GetParam(), 64, 0);
+  EXPECT_EQ(multishot[size_t(Source::kReceiveBuffer)], 10);
+  // Registered buffers exist on io_uring only: epoll reads into pool blocks instead.
+  auto registered = lease_sources_after_echo(GetParam(), 0, 8);
+  EXPECT_EQ(
+      registered[size_t(GetParam() == BackendKind::kIoUring ? Source::kRegistered : Source::kPool)],
+      10);
+  auto plain = lease_sources_after_echo(GetParam(), 0, 0);
   EXPECT_EQ(plain[size_t(Source::kPool)], 10);
 }
 
-class TcpServerTimeouts : public ::testing::TestWithParam<uint32_t> {};
+// (provided buffers: 0 = single-shot reads with a linked timeout, else multishot; backend)
+class TcpServerTimeouts : public ::testing::TestWithParam<std::tuple<uint32_t, BackendKind>> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(std::get<1>(GetParam())); }
+};
 
 TEST_P(TcpServerTimeouts, IdleConnectionIsClosedNearTheReadTimeoutWhileASlowSenderSurvives) {
-  RunningServer server({1, false, true, GetParam()}, /*read_timeout_ms=*/400);
+  ServerParams params{1, false, true, std::get<0>(GetParam())};
+  params.backend = std::get<1>(GetParam());
+  RunningServer server(params, /*read_timeout_ms=*/400);
   UniqueFd idle = connect_to(server.port());
   UniqueFd slow = connect_to(server.port());
   ASSERT_TRUE(idle && slow);
@@ -339,14 +391,16 @@ TEST_P(TcpServerTimeouts, IdleConnectionIsClosedNearTheReadTimeoutWhileASlowSend
   slow_sender.join();
 }
 
-INSTANTIATE_TEST_SUITE_P(ReadModes, TcpServerTimeouts, ::testing::Values(0u, 64u),
+INSTANTIATE_TEST_SUITE_P(ReadModes, TcpServerTimeouts,
+                         ::testing::Combine(::testing::Values(0u, 64u), test::kAllBackends),
                          [](const auto& param_info) {
-                           return param_info.param ? std::string("multishot")
-                                                   : std::string("linked_timeout");
+                           return std::string(std::get<0>(param_info.param) ? "multishot"
+                                                                            : "linked_timeout") +
+                                  "_" + test::backend_label(std::get<1>(param_info.param));
                          });
 
-TEST(TcpServer, SurvivesAStormOfResetsAndKeepsServing) {
-  RunningServer server({2, false, true});
+TEST_P(TcpServerBackends, SurvivesAStormOfResetsAndKeepsServing) {
+  RunningServer server(params(2));
   std::string data = pattern(32768, 5);
   for (int i = 0; i < 500; ++i) {
     UniqueFd client = connect_to(server.port());
@@ -365,8 +419,8 @@ TEST(TcpServer, SurvivesAStormOfResetsAndKeepsServing) {
   EXPECT_EQ(server.server().connection_count(), 1u);  // every reset connection was freed
 }
 
-TEST(TcpServer, ClosesConnectionsBeyondMaxConnections) {
-  RunningServer server({1, false, true}, 10000, /*max_connections=*/5);
+TEST_P(TcpServerBackends, ClosesConnectionsBeyondMaxConnections) {
+  RunningServer server(params(1), 10000, /*max_connections=*/5);
   std::vector<UniqueFd> held;
   for (int i = 0; i < 5; ++i) {
     held.push_back(connect_to(server.port()));
@@ -387,8 +441,8 @@ TEST(TcpServer, ClosesConnectionsBeyondMaxConnections) {
   EXPECT_EQ(recv_exact(again.get(), 1), "y");
 }
 
-TEST(TcpServer, GracefulStopUnderLoadFinishesWritesAndReturns) {
-  auto server = std::make_unique<RunningServer>(ServerParams{2, false, true});
+TEST_P(TcpServerBackends, GracefulStopUnderLoadFinishesWritesAndReturns) {
+  auto server = std::make_unique<RunningServer>(params(2));
   std::vector<UniqueFd> clients;
   std::string data = pattern(20000, 9);
   for (int i = 0; i < 50; ++i) {
@@ -424,6 +478,7 @@ bool wait_for_connections(TcpServer& server, size_t count) {
 // Connection set-up is what the hand-off path serves: 2,000 connect / echo / close cycles
 // from four client threads, every byte checked, and no fd left behind on either side.
 TEST(TcpServer, MsgRingHandOffServesTwoThousandShortConnectionsWithoutLeakingFds) {
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
   size_t before_server = open_fd_count();
   {
     RunningServer server({3, false, true, 0, 0, false, /*msg_ring=*/true});
@@ -447,7 +502,7 @@ TEST(TcpServer, MsgRingHandOffServesTwoThousandShortConnectionsWithoutLeakingFds
     for (auto& c : clients) c.join();
     EXPECT_EQ(echoed.load(), kThreads * kCycles);
     EXPECT_TRUE(wait_for_connections(server.server(), 0)) << server.server().connection_count();
-    if (server.server().main_loop().features().msg_ring) {
+    if (server.server().main_loop().capabilities().ring_messages) {
       EXPECT_GT(server.server().ring_hand_offs(), 0u) << "msg_ring hand-off was not used";
     }
     EXPECT_EQ(open_fd_count(), baseline) << "fds leaked while serving";
@@ -458,6 +513,7 @@ TEST(TcpServer, MsgRingHandOffServesTwoThousandShortConnectionsWithoutLeakingFds
 // Stop while connections keep arriving: fds accepted but not yet served, on their way to a
 // worker ring or refused by a stopping worker, must all be closed.
 TEST(TcpServer, MsgRingHandOffLeaksNoFdWhenStoppedUnderConnectionChurn) {
+  UCP_SKIP_UNLESS_BACKEND_USABLE(BackendKind::kIoUring);
   size_t before_server = open_fd_count();
   {
     auto server = std::make_unique<RunningServer>(ServerParams{3, false, true, 0, 0, false, true});
@@ -483,12 +539,14 @@ TEST(TcpServer, MsgRingHandOffLeaksNoFdWhenStoppedUnderConnectionChurn) {
   EXPECT_EQ(open_fd_count(), before_server) << "fds leaked at shutdown";
 }
 
-TEST(TcpServer, ReportsPortInUse) {
-  RunningServer first({1, false, true});
+TEST_P(TcpServerBackends, ReportsPortInUse) {
+  RunningServer first(params(1));
   ServerOptions options;
   options.ip = "127.0.0.1";
   options.port = first.port();
-  TcpServer second(options, LoopOptions{}, &echo_handler);
+  LoopOptions loop;
+  loop.backend = GetParam();
+  TcpServer second(options, loop, &echo_handler);
   std::string error = second.start();
   EXPECT_NE(error.find("address already in use"), std::string::npos) << error;
 }

@@ -11,8 +11,14 @@
 // port 0, console log at INFO, log file inside the directory), the child's stdout+stderr
 // ("output.log") and the server's own log file. `start` fork/execs the binary with the config
 // and every override as `--set KEY=VALUE`, then waits (bounded) for the "listening on IP:PORT"
-// line and parses the port. The child gets SIGPIPE at its default disposition and an empty
-// signal mask whatever the test process uses, and dies with the test (PR_SET_PDEATHSIG).
+// line and parses the port (`launch` only starts it, for tests of start-up failures). The
+// child gets SIGPIPE at its default disposition and an empty signal mask whatever the test
+// process uses, optionally an address-space limit (RLIMIT_AS, like `prlimit --as`), and dies
+// with the test (PR_SET_PDEATHSIG). With Options::listen_fd the child starts as systemd starts a
+// socket-activated service: that socket at fd 3, LISTEN_FDS=1 and LISTEN_PID = the child's pid
+// (or another pid, to check that a server ignores sockets meant for someone else).
+// Options::block_io_uring runs it under a seccomp filter that makes io_uring_setup fail, as a
+// container's default profile does.
 // The destructor kills a server still running and removes the directory (kept when the
 // environment variable UCP_KEEP_SERVER_LOGS is set). One thread uses an instance.
 
@@ -29,6 +35,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -39,6 +46,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "SeccompFilter.h"
 
 #ifndef UCP_BIN_DIR
 #error "UCP_BIN_DIR must name the directory holding proactor_test (ucp_add_test defines it)"
@@ -81,12 +90,18 @@ class ServerProcess {
   struct Options {
     std::vector<std::string> overrides;  // "section.key=value", applied after the defaults
     rlim_t nofile_limit = 0;             // RLIMIT_NOFILE for the child; 0 = inherit
-    int64_t start_timeout_ms = 10000;    // bound on the wait for "listening on"
+    rlim_t address_space_limit = 0;      // RLIMIT_AS for the child (bytes); 0 = inherit
+    std::string config_path;             // the CONFIG argument; empty = the generated file
+    int block_io_uring = 0;  // > 0: a seccomp filter makes io_uring_setup fail with this errno
+    int64_t start_timeout_ms = 10000;  // bound on the wait for "listening on"
     std::string binary = UCP_BIN_DIR "/proactor_test";
+    int listen_fd = -1;               // >= 0: the child's fd 3, with LISTEN_FDS=1
+    bool listen_pid_is_child = true;  // false: LISTEN_PID names the test process
   };
 
-  explicit ServerProcess(std::vector<std::string> overrides = {})
-      : ServerProcess(Options{std::move(overrides)}) {}
+  explicit ServerProcess(std::vector<std::string> overrides = {}) {
+    options_.overrides = std::move(overrides);
+  }
   explicit ServerProcess(Options options) : options_(std::move(options)) {}
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -104,6 +119,27 @@ class ServerProcess {
   /// Starts the server and waits until it logs "listening on". False (see error()) when the
   /// binary is missing, the child exits first, or the line does not appear in time.
   bool start() {
+    if (!launch()) return false;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.start_timeout_ms);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (auto port = find_listening_port()) {
+        port_ = *port;
+        return true;
+      }
+      if (!alive()) {
+        return fail("server exited before listening (" + status_->describe() + "):\n" +
+                    output_tail());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return fail("no \"listening on\" line within " + std::to_string(options_.start_timeout_ms) +
+                " ms:\n" + output_tail());
+  }
+
+  /// Starts the child and returns at once (no wait for "listening on"). False (see error())
+  /// when the binary is missing or fork fails.
+  bool launch() {
     if (pid_ > 0) return fail("already started");
     if (::access(options_.binary.c_str(), X_OK) != 0) {
       return fail(options_.binary + " is missing: build the proactor_test target first");
@@ -121,7 +157,8 @@ class ServerProcess {
       if (!out) return fail("cannot write " + config);
     }
     // Everything the child needs is built before fork: only async-signal-safe calls after it.
-    std::vector<std::string> args = {options_.binary, config};
+    std::vector<std::string> args = {options_.binary,
+                                     options_.config_path.empty() ? config : options_.config_path};
     for (const auto& o : options_.overrides) {
       args.push_back("--set");
       args.push_back(o);
@@ -134,7 +171,30 @@ class ServerProcess {
     if (out_fd < 0) return fail("cannot create " + output);
     const rlimit nofile{options_.nofile_limit, options_.nofile_limit};
     const bool set_nofile = options_.nofile_limit != 0;
+    const rlimit address_space{options_.address_space_limit, options_.address_space_limit};
+    const bool set_address_space = options_.address_space_limit != 0;
+    const int block_io_uring = options_.block_io_uring;
     const pid_t parent = ::getpid();
+    // Socket activation: the environment is built here; LISTEN_PID's digits are written in the
+    // child (getpid() is async-signal-safe, formatting by hand too).
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string_view entry(*e);
+      if (entry.rfind("LISTEN_", 0) != 0) environment.emplace_back(entry);
+    }
+    const bool activate = options_.listen_fd >= 0;
+    char listen_pid[32] = "LISTEN_PID=";
+    if (activate) {
+      environment.emplace_back("LISTEN_FDS=1");
+      if (!options_.listen_pid_is_child) {
+        environment.emplace_back("LISTEN_PID=" + std::to_string(parent));
+      }
+    }
+    std::vector<char*> envp;
+    for (auto& e : environment) envp.push_back(e.data());
+    if (activate && options_.listen_pid_is_child) envp.push_back(listen_pid);
+    envp.push_back(nullptr);
+    const int listen_fd = options_.listen_fd;
 
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -157,27 +217,48 @@ class ServerProcess {
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       if (set_nofile && ::setrlimit(RLIMIT_NOFILE, &nofile) != 0) ::_exit(126);
-      ::execv(argv[0], argv.data());
+      if (set_address_space && ::setrlimit(RLIMIT_AS, &address_space) != 0) ::_exit(126);
+      if (activate) {
+        // fd 3 without close-on-exec, as a service manager passes it.
+        if (listen_fd == 3) {
+          if (::fcntl(3, F_SETFD, 0) != 0) ::_exit(125);
+        } else if (::dup2(listen_fd, 3) != 3) {
+          ::_exit(125);
+        }
+        char digits[16];
+        int length = 0;
+        for (pid_t self = ::getpid(); self > 0; self /= 10)
+          digits[length++] = char('0' + self % 10);
+        size_t at = std::strlen(listen_pid);
+        while (length > 0) listen_pid[at++] = digits[--length];
+        listen_pid[at] = '\0';
+      }
+      // As in a container whose seccomp profile blocks io_uring (kept across exec).
+      if (block_io_uring > 0 && !block_io_uring_setup(block_io_uring)) ::_exit(125);
+      ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     ::close(out_fd);
     pid_ = pid;
+    return true;
+  }
 
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.start_timeout_ms);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (auto port = find_listening_port()) {
-        port_ = *port;
-        return true;
+  /// Waits up to `timeout_ms` for a line of output containing `needle`; false if the child
+  /// exits first or the time runs out.
+  bool wait_for_output(const std::string& needle, int64_t timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      if (count_output_lines(needle) > 0) return true;
+      if (!alive() || std::chrono::steady_clock::now() >= deadline) {
+        return count_output_lines(needle) > 0;
       }
-      if (!alive()) {
-        return fail("server exited before listening (" + status_->describe() + "):\n" +
-                    output_tail());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    return fail("no \"listening on\" line within " + std::to_string(options_.start_timeout_ms) +
-                " ms:\n" + output_tail());
+  }
+
+  /// Sends `signal` to the child (if it still runs) without waiting.
+  void send_signal(int signal) {
+    if (pid_ > 0 && !status_) ::kill(pid_, signal);
   }
 
   /// Sends `signal` and waits up to `timeout_ms` for the exit; then SIGKILL (force_killed).
@@ -277,6 +358,18 @@ class ServerProcess {
   }
   /// Threads in the process (/proc/PID/status "Threads:"), or -1.
   int64_t thread_count() const { return status_field("Threads:"); }
+  /// True while `signal` waits to be taken (blocked and pending: /proc/PID/status ShdPnd or
+  /// SigPnd); a server that reads signals from a signalfd clears it when it reads.
+  bool signal_pending(int signal) const {
+    const uint64_t bit = uint64_t{1} << (signal - 1);
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0) {
+        if (std::strtoull(line.c_str() + 7, nullptr, 16) & bit) return true;
+      }
+    }
+    return false;
+  }
 
  private:
   bool fail(std::string why) {
@@ -292,8 +385,9 @@ class ServerProcess {
     const size_t eol = text.find('\n', at);
     if (eol == std::string::npos) return std::nullopt;  // the line is still being written
     const std::string line = text.substr(at + marker.size(), eol - at - marker.size());
-    // "IP:PORT", maybe followed by more words.
-    const size_t colon = line.find(':');
+    // "IP:PORT" or "[IPv6]:PORT", maybe followed by more words.
+    const size_t bracket = line.rfind(']', line.find(' '));
+    const size_t colon = line.find(':', bracket == std::string::npos ? 0 : bracket);
     if (colon == std::string::npos) return std::nullopt;
     long port = 0;
     size_t i = colon + 1;

@@ -1,8 +1,9 @@
 #pragma once
-// Config: the typed content of a UCP ini file (SPEC §5). Every key has a default, so an
+// Config: the typed content of a UCP ini file (docs/config.md). Every key has a default, so an
 // empty file is valid. `Config::load` refuses unknown sections or keys, malformed lines,
-// duplicate keys, bad numbers and out-of-range values with a ConfigError whose message is
-// one line, "FILE:LINE: section.key: what is wrong" (exit 2 in bin/proactor_test).
+// duplicate keys, bad numbers, out-of-range values and settings whose memory the machine cannot
+// have with a ConfigError whose message is one line, "FILE:LINE: section.key: what is wrong"
+// (exit 2 in bin/proactor_test).
 //
 // Format (docs/config.md has the full key table):
 //   [section]              a header; the same section may be opened again later
@@ -10,6 +11,9 @@
 //   # comment / ; comment  on their own line, or after a value when preceded by whitespace
 //
 // The ranges in the comments below are enforced by the parser; "pow2" means a power of two.
+// Beyond them, the memory the settings make the server allocate at start (every worker's
+// buffers and ring, and the log queue) must fit in half of the machine's physical memory,
+// and so must one connection's worst case (max_output_bytes + 2 x max_request_bytes).
 
 #include <cstdint>
 #include <stdexcept>
@@ -23,7 +27,7 @@ namespace ucp {
 /// [server]
 struct ServerConfig {
   std::string name = "TcpServer";       // non-empty; shown in logs
-  std::string ip = "0.0.0.0";           // IPv4 dotted quad (inet_pton)
+  std::string ip = "0.0.0.0";           // numeric IPv4 or IPv6 address (inet_pton): ::1, ::
   uint16_t port = 8888;                 // 0..65535; 0 = any free port (the log line names it)
   uint32_t thread_num = 1;              // 0..1024 worker loops; 0 = one per CPU
   uint32_t read_timeout_ms = 5000;      // 0..86400000 idle read timeout; 0 = none
@@ -41,6 +45,8 @@ struct ServerConfig {
 
 /// [event_loop]
 struct EventLoopConfig {
+  std::string backend = "auto";             // auto | io_uring | epoll (auto: epoll where
+                                            // io_uring is blocked, with one WARN saying why)
   uint32_t ring_entries = 4096;             // pow2 8..32768 SQ entries per ring (CQ: 2x or more)
   bool sqpoll = false;                      // IORING_SETUP_SQPOLL, one shared kernel thread
   uint32_t sqpoll_idle_ms = 50;             // 0..60000 SQPOLL thread sleeps after this idle time
@@ -57,29 +63,86 @@ struct EventLoopConfig {
   bool operator==(const EventLoopConfig&) const = default;
 };
 
+/// [http]: bin/http_server (and proactor_test's http protocol): limits and timeouts of the
+/// HTTP/1.1 layer, and where static files come from.
+struct HttpConfig {
+  std::string root = "www";                // non-empty; static files, relative to the cwd
+  std::string index = "index.html";        // non-empty file name (no '/'): a directory's page
+  uint32_t max_request_line_bytes = 8192;  // 256..1048576 method + target + version (else 414)
+  uint32_t max_header_bytes = 16384;       // 1024..16777216 header fields (else 431)
+  uint64_t max_body_bytes = 1048576;       // 0..1073741824 request body (else 413)
+  uint32_t header_timeout_ms = 10000;      // 0..3600000 first byte to end of head (408); 0 = none
+  uint32_t keepalive_timeout_ms = 75000;   // 0..86400000 idle keep-alive connection; 0 = none
+  uint32_t send_timeout_ms = 60000;        // 0..86400000 peer takes nothing this long; 0 = none
+
+  bool operator==(const HttpConfig&) const = default;
+};
+
 // [log] is ucp::LogOptions (log/Logger.h). Keys and ranges: level (TRACE..FATAL), file (empty =
 // no file), max_size 0..1099511627776 (0 = never roll), max_files 0..1000, daily, async,
 // console, flush_interval_ms 1..60000, queue_capacity 16..16777216, queue_full_policy
 // block | drop.
 
+/// The machine a configuration is checked against.
+struct MachineLimits {
+  uint64_t memory_bytes = 0;  // physical memory; 0 = unknown (no memory checks)
+  uint32_t cpus = 1;          // what server.thread_num = 0 stands for
+
+  /// This machine: physical pages x page size, and std::thread::hardware_concurrency().
+  static MachineLimits current();
+};
+
+/// One key whose value differs between two configurations (Config::changes).
+struct ConfigChange {
+  std::string key;  // "section.key"
+  std::string from;
+  std::string to;  // values as a config file spells them
+};
+
 /// The whole configuration, a plain value: build it once on the main thread, then copy or
 /// read it from anywhere. Nothing here is synchronized.
 struct Config {
+  /// The largest config file `load` reads: a config is a few KiB; anything larger is a
+  /// wrong path (a log, a device), refused before it is read.
+  static constexpr uint64_t kMaxFileBytes = 1024 * 1024;
+
   ServerConfig server;
   EventLoopConfig event_loop;
   LogOptions log;
+  HttpConfig http;
 
-  /// Reads `path`, then applies `overrides` ("section.key=value", as given to --set).
-  /// Throws ConfigError. A missing file is an error unless `path` is empty (defaults).
-  static Config load(const std::string& path, const std::vector<std::string>& overrides = {});
+  /// Reads `path` (a regular file of at most kMaxFileBytes), then applies `overrides`
+  /// ("section.key=value", as given to --set), then checks the memory the result needs
+  /// against `machine`. Throws ConfigError. A missing file is an error unless `path` is
+  /// empty (defaults).
+  static Config load(const std::string& path, const std::vector<std::string>& overrides = {},
+                     const MachineLimits& machine = MachineLimits::current());
   /// Parses ini text; `origin` names it in error messages.
   static Config parse(const std::string& text, const std::string& origin,
-                      const std::vector<std::string>& overrides = {});
+                      const std::vector<std::string>& overrides = {},
+                      const MachineLimits& machine = MachineLimits::current());
+
+  /// The keys whose values differ from `from` to `to`, in the order of docs/config.md.
+  static std::vector<ConfigChange> changes(const Config& from, const Config& to);
+
+  /// Worker loops the server runs: server.thread_num, or one per CPU when it is 0.
+  uint32_t worker_count(const MachineLimits& machine) const noexcept;
+  /// Bytes each worker loop maps when it starts: its provided buffers (with multishot_recv)
+  /// and their ring, its registered buffers (pinned at once) and its io_uring. Pages of the
+  /// provided buffers become resident only as data arrives in them.
+  uint64_t worker_startup_bytes() const noexcept;
+  /// Bytes the process allocates once at start besides the workers: the log queue (async
+  /// logging) and the accepting loop's io_uring.
+  uint64_t shared_startup_bytes() const noexcept;
+  /// worker_count x worker_startup_bytes + shared_startup_bytes.
+  uint64_t startup_bytes(const MachineLimits& machine) const noexcept;
 };
 
 /// One line, "FILE:LINE: section.key: what is wrong" ("--set:N: ..." for the N-th override,
-/// "FILE: cannot open: <reason>" when the file cannot be read). The caller prints it and
-/// exits 2.
+/// "FILE: cannot open: <reason>" when the file cannot be read, "FILE: not a regular file"
+/// and "FILE: N bytes is larger than ..." for a path that is no config file). A check across
+/// keys names the line of the key set last among them, and the others in the text. The
+/// caller prints it and exits 2.
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -1,14 +1,14 @@
 #pragma once
-// BufferLease: received bytes lent to the handler without a copy. It may hold a buffer of
-// the loop's provided ring (multishot receive), a registered fixed buffer, or a pool block
-// (single-shot receive without a free fixed buffer); dropping the lease gives the buffer
-// back where it came from. Move-only.
+// BufferLease: received bytes lent to the handler without a copy. It holds one of the loop's
+// receive buffers (a multishot receive filled it), a registered buffer (a single-shot read on
+// io_uring with registered buffers), or a pool block; dropping the lease gives the buffer back
+// where it came from, whichever backend filled it. Move-only.
 //
 //   auto data = co_await conn.receive();        // Result<BufferLease>; empty() = EOF
 //   co_await conn.write_all(data->bytes());    // sent straight from the lent buffer
 //
-// Drop leases promptly: a provided ring buffer held by the application cannot receive for
-// any connection of the loop. Thread contract: the loop's thread; must not outlive it.
+// Drop leases promptly: a receive buffer held by the application cannot receive for any
+// other connection of the loop. Thread contract: the loop's thread; must not outlive it.
 
 #include <cstddef>
 #include <cstdint>
@@ -21,11 +21,9 @@ class EventLoop;
 
 namespace ucp::io {
 
-class FixedBuffers;
-
 class BufferLease {
  public:
-  enum class Source : uint8_t { kNone, kProvidedRing, kFixed, kPool };
+  enum class Source : uint8_t { kNone, kReceiveBuffer, kRegistered, kPool };
 
   BufferLease() noexcept = default;
   BufferLease(BufferLease&& other) noexcept { *this = std::move(other); }
@@ -34,10 +32,13 @@ class BufferLease {
   BufferLease& operator=(const BufferLease&) = delete;
   ~BufferLease() { reset(); }
 
-  static BufferLease from_ring(EventLoop& loop, uint16_t id, std::byte* data,
-                               uint32_t size) noexcept;
-  static BufferLease from_fixed(FixedBuffers& buffers, uint16_t index) noexcept;
-  /// A MemoryPool block of at least `capacity` bytes; empty lease if the pool cannot give one.
+  /// Receive buffer `id` of `loop`, holding `size` bytes at `data`.
+  static BufferLease from_receive_buffer(EventLoop& loop, uint16_t id, std::byte* data,
+                                         uint32_t size) noexcept;
+  /// Registered buffer `index` of `loop`'s backend: `capacity` bytes at `data`, none received.
+  static BufferLease from_registered(EventLoop& loop, uint16_t index, std::byte* data,
+                                     uint32_t capacity) noexcept;
+  /// A MemoryPool block of at least `capacity` bytes (std::bad_alloc if the heap is exhausted).
   static BufferLease from_pool(size_t capacity);
 
   std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
@@ -45,6 +46,10 @@ class BufferLease {
   size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   Source source() const noexcept { return source_; }
+  /// The registered buffer's index (Source::kRegistered), else -1.
+  int32_t registered_index() const noexcept {
+    return source_ == Source::kRegistered ? int32_t{id_} : -1;
+  }
 
   /// For the receive path: the whole buffer to read into, then the bytes it received.
   std::span<std::byte> writable() noexcept { return {data_, capacity_}; }
@@ -60,7 +65,7 @@ class BufferLease {
   void reset() noexcept;
 
  private:
-  void* owner_ = nullptr;  // EventLoop*, FixedBuffers* or the pool block
+  void* owner_ = nullptr;  // EventLoop* (receive and registered buffers) or the pool block
   std::byte* data_ = nullptr;
   uint32_t size_ = 0;
   uint32_t capacity_ = 0;

@@ -1,24 +1,27 @@
 #pragma once
-// EventLoop: one thread's proactor. It owns one io_uring; coroutines prepare SQEs through
-// the awaiters of io/Operations.h, and each loop iteration is:
+// EventLoop: one thread's proactor. Coroutines describe operations (io/Operation.h) through
+// the awaiters of io/Operations.h; the loop's backend performs them and reports completions.
+// Each iteration is:
 //
-//   run posted tasks -> submit every SQE of this iteration in ONE io_uring_enter (and wait
-//   if there is nothing to do) -> drain all CQEs in a batch -> resume their coroutines ->
-//   run the pre-submit hooks that this work queued (see PreSubmitHook)
+//   run posted tasks -> start every operation prepared in this iteration in ONE batch (one
+//   io_uring_enter, or the epoll attempts and one epoll_wait), waiting if there is nothing to
+//   do, at most until the next timer -> deliver the completions -> fire due timers -> resume
+//   the coroutines they made ready -> run the pre-submit hooks that work queued
 //
-// Other threads reach the loop only through `post` (a lock-free MpscQueue plus an eventfd
-// whose read is armed on the ring; wake-ups are coalesced) and `stop`. Another loop can also
-// send it a 32-bit value ring to ring (IORING_OP_MSG_RING, io::RingMessage): the kernel posts
-// a CQE straight into this ring, and the handler set with `set_message_handler` gets the value.
+// Backends (LoopOptions::backend): io_uring, the fast path, and epoll, a readiness loop that
+// completes the same operations where io_uring is unavailable (seccomp, sysctl, old kernel).
+// Nothing above io/ knows which one runs: operations, completions, receive buffers, leases
+// and timers look the same on both.
+//
+// Other threads reach the loop only through `post` (the project's lock-free queue plus an
+// eventfd wake-up, coalesced) and `stop`.
 //
 // Ownership: the loop owns the coroutines started with `spawn`. When `run` returns it has
-// cancelled every in-flight operation and reaped every CQE, so no buffer or frame is freed
-// under the kernel; frames still suspended on something else are destroyed with the loop.
-//
-// io_uring specifics stay in io/ (the ring wrapper and the awaiters), so a second backend
-// can complete the same operations without touching connection or user code.
+// cancelled every in-flight operation and reaped every completion, so no buffer or frame is
+// freed under the kernel; frames still suspended on something else are destroyed with it.
 
 #include <atomic>
+#include <coroutine>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,15 +34,16 @@
 #include "ucp/base/UniqueFunction.h"
 #include "ucp/coro/SpawnGroup.h"
 #include "ucp/coro/Task.h"
-#include "ucp/io/Deadlines.h"
+#include "ucp/io/BufferLease.h"
 #include "ucp/io/IoContext.h"
+#include "ucp/io/Operation.h"
+#include "ucp/io/Timer.h"
 
 namespace ucp {
 
 namespace io {
-class IoUring;
-class BufferRing;
-class FixedBuffers;
+class Backend;
+class ReceiveBuffers;
 
 /// Work a loop runs once just before it submits: after every coroutine that is ready in
 /// this iteration has run. A connection gathers all that its handler wrote during the
@@ -52,52 +56,53 @@ struct PreSubmitHook {
 };
 }  // namespace io
 
-/// Ring set-up knobs (the [event_loop] config section maps onto these).
+enum class BackendKind : uint8_t {
+  kAuto,     // io_uring, or epoll where io_uring cannot be used (one WARN says why)
+  kIoUring,  // io_uring or fail
+  kEpoll,
+};
+
+/// Loop set-up knobs (the [event_loop] config section maps onto these).
 struct LoopOptions {
-  uint32_t ring_entries = 4096;  // SQ size; the CQ gets 4x (at least 2x)
-  bool sqpoll = false;           // IORING_SETUP_SQPOLL
+  BackendKind backend = BackendKind::kAuto;
+  uint32_t ring_entries = 4096;  // io_uring SQ size; the CQ gets 4x
+  bool sqpoll = false;           // io_uring: IORING_SETUP_SQPOLL
   uint32_t sqpoll_idle_ms = 50;
-  int attach_wq_fd = -1;                    // share this ring's SQPOLL thread/workers
-  uint32_t pending_queue_capacity = 65536;  // SQEs waiting while the SQ is full
-  bool defer_taskrun = true;                // SINGLE_ISSUER + DEFER_TASKRUN when available
-  uint32_t provided_buffers_count = 0;      // provided buffer ring for multishot recv; 0 = none
+  uint32_t pending_queue_capacity = 65536;  // operations waiting while the SQ is full
+  bool defer_taskrun = true;                // io_uring: SINGLE_ISSUER + DEFER_TASKRUN
+  uint32_t provided_buffers_count = 0;      // receive buffers for multishot receive; 0 = none
   uint32_t provided_buffer_size = 4096;
-  uint32_t registered_buffers_count = 0;  // fixed buffers (READ/WRITE_FIXED); 0 = none
+  uint32_t registered_buffers_count = 0;  // io_uring fixed buffers (READ/WRITE_FIXED); 0 = none
   uint32_t registered_buffer_size = 4096;
-  uint32_t cqe_batch = 0;  // CQEs handled per iteration; 0 = all that are ready
+  uint32_t cqe_batch = 0;  // completions handled per iteration; 0 = all that are ready
 };
 
-/// What the running kernel gave us (probed at start, not guessed from its version).
-struct IoFeatures {
-  bool single_issuer = false;
-  bool defer_taskrun = false;
-  bool coop_taskrun = false;
-  bool sqpoll = false;
-  bool nodrop = false;            // IORING_FEAT_NODROP: CQ overflow is queued, not lost
-  bool multishot_accept = false;  // 5.19
-  bool multishot_recv = false;    // 6.0
-  bool cancel_fd = false;         // IORING_ASYNC_CANCEL_FD/ALL, 5.19
-  bool msg_ring = false;          // IORING_OP_MSG_RING, 5.18
-  bool send_zc = false;           // IORING_OP_SEND_ZC, 6.0
-  bool provided_buffer_ring = false;
-  std::string describe() const;
+/// What the running backend can do (probed at start, not guessed from a kernel version).
+struct LoopCapabilities {
+  bool multishot_accept = false;   // one accept operation serves many connections
+  bool multishot_receive = false;  // receive() is served from the loop's receive buffers
+  bool ring_messages = false;      // io/RingMessage.h (io_uring MSG_RING)
+  bool registered_buffers = false;
 };
 
-struct IoStats {
-  uint64_t submit_calls = 0;  // io_uring_enter calls made to submit and/or wait
-  uint64_t sqes_submitted = 0;
-  uint64_t cq_overflows = 0;        // times the kernel had to queue CQEs in its overflow list
-  uint64_t sq_full_deferrals = 0;   // SQEs that went through the pending queue
-  uint64_t pending_rejections = 0;  // operations refused because the pending queue was full
-  uint64_t ebusy_retries = 0;
+struct LoopStats {
+  uint64_t submit_calls = 0;          // io_uring_enter / epoll_wait calls
+  uint64_t operations_submitted = 0;  // operations handed to the kernel
+  uint64_t completion_overflows = 0;  // times completions had to wait in the kernel's overflow list
+  uint64_t deferred_submissions = 0;  // operations that waited in the pending queue (SQ full)
+  uint64_t rejected_submissions = 0;  // operations refused: the pending queue was full too
+  uint64_t busy_retries = 0;          // submits the kernel refused until completions were reaped
 };
 
 class EventLoop {
  public:
-  /// Sets up the ring. The error's message() is raw; describe_setup_error() explains it.
+  /// Sets up the backend. The error's message() is raw; describe_setup_error() explains it.
   /// `warnings` receives one line per optional feature that was asked for but not given.
+  /// With `share_with`, the loop shares that loop's kernel-side workers where the backend can
+  /// (io_uring SQPOLL: one poller thread for all rings).
   static Result<std::unique_ptr<EventLoop>> create(const LoopOptions& options,
-                                                   std::string* warnings = nullptr);
+                                                   std::string* warnings = nullptr,
+                                                   const EventLoop* share_with = nullptr);
   /// One line that says what a create() failure means (seccomp, sysctl, memlock...).
   static std::string describe_setup_error(std::error_code error, const LoopOptions& options);
 
@@ -113,55 +118,78 @@ class EventLoop {
   void post(UniqueFunction<void()> task);
   /// Loop thread. Starts `task` now; the loop owns it until it finishes.
   void spawn(Task<> task) { spawned_.spawn(std::move(task)); }
+  /// Loop thread. Resumes `handle` in this iteration (after the completions are delivered).
+  void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
 
+  // ---- operations (for awaiters and io/ components) ----
+  /// Hands `op` to the backend, which starts it with this iteration's batch. False when it is
+  /// refused (op.result: -ECANCELED once the loop shuts down, -EAGAIN when the SQ and the
+  /// pending queue are both full); nothing is in flight then and no completion follows.
+  bool submit(io::Operation& op) noexcept;
+  /// Asks the backend to end `op` early (it completes with -ECANCELED unless its result came
+  /// first). Harmless when it has completed already.
+  void cancel(io::Operation& op) noexcept;
+  /// `fd` is a long-lived socket of this loop (a connection, a listener): the backend may keep
+  /// per-fd state for it until detach() or an io::close() through this loop.
+  void attach(int fd) noexcept;
+  void detach(int fd) noexcept;
+
+  // ---- timers ----
+  void add_timer(io::TimerNode& node, Clock::time_point due) { timers_.add(node, due); }
+  void cancel_timer(io::TimerNode& node) noexcept { timers_.cancel(node); }
+  /// The time this iteration started waiting for completions ended: cheap, a little behind.
+  Clock::time_point now() const noexcept { return now_; }
+  size_t armed_timers() const noexcept { return timers_.armed(); }
+
+  // ---- receive buffers ----
+  /// The loop's pool for multishot receives, or null when it has none.
+  io::ReceiveBuffers* receive_buffers() noexcept;
+  /// A buffer to receive into for one single-shot read: a registered buffer when the backend
+  /// has a free one (the read then skips page pinning), else a pool block of about 4 KiB.
+  io::BufferLease borrow_receive_buffer();
+
+  // ---- ring messages (io/RingMessage.h) ----
   /// Loop thread, or before run(). Receives the values other loops send with io::RingMessage,
-  /// on the loop thread after the CQE walk; the loop's mailbox opens once it runs with a
+  /// on the loop thread after the completions; the loop's mailbox opens once it runs with a
   /// handler. From the start of shutdown the mailbox refuses new messages, but the loop keeps
   /// reaping until every message already on its way has arrived and calls the handler for
   /// each with io_closed() true: it must then release what the value stands for (close an fd).
   /// What the sender did before sending happens-before the handler runs.
   void set_message_handler(UniqueFunction<void(int32_t)> handler);
-
-  bool in_loop_thread() const noexcept;
-  /// True once run() is tearing down: new operations then complete with ECANCELED.
-  bool io_closed() const noexcept { return io_shut_down_; }
-  bool stopping() const noexcept { return stop_requested_.load(std::memory_order_relaxed); }
-  const IoFeatures& features() const noexcept;
-  const IoStats& stats() const noexcept;
-  const LoopOptions& options() const noexcept { return options_; }
-  size_t spawned_count() const noexcept { return spawned_.size(); }
-  uint64_t in_flight() const noexcept;
-  int ring_fd() const noexcept;
-  uint64_t wakeups_written() const noexcept {
-    return wakeups_written_.load(std::memory_order_relaxed);
-  }
-
-  // For awaiters and io/ internals.
-  io::IoUring& ring() noexcept { return *ring_; }
-  io::BufferRing* buffer_ring() noexcept { return buffer_ring_.get(); }
-  /// The registered buffers, or null when off or the kernel refused them.
-  io::FixedBuffers* fixed_buffers() noexcept { return fixed_buffers_.get(); }
-  /// Queues a resumption for this iteration (awaiters that complete without the kernel).
-  void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
-
-  // The receiving side of IORING_OP_MSG_RING, for io::RingMessage. Any thread.
-  /// Counts one message on its way to this loop. False when the mailbox is closed (no handler,
-  /// not running yet, or shutting down): then nothing may be sent. A true reservation ends
-  /// when the message is handled here, or with release_incoming_message.
+  /// Any thread. Counts one message on its way to this loop; false when the mailbox is closed.
   bool reserve_incoming_message() noexcept;
-  /// The kernel did not deliver a reserved message (the sender's CQE said so).
+  /// The backend did not deliver a reserved message.
   void release_incoming_message() noexcept;
-  /// The user_data a message's CQE carries into this ring.
-  IoContext* message_context() noexcept { return &message_context_; }
 
-  /// Loop thread. Calls node.fire about `timeout_ms` from now (see io/Deadlines.h).
-  void add_deadline(io::DeadlineNode& node, uint32_t timeout_ms) noexcept;
-  void remove_deadline(io::DeadlineNode& node) noexcept;
-
+  // ---- pre-submit hooks ----
   /// Loop thread. Runs hook.run once before the loop next submits; adding a hook that is
   /// already waiting changes nothing.
   void run_before_submit(io::PreSubmitHook& hook) noexcept;
   void cancel_before_submit(io::PreSubmitHook& hook) noexcept;
+
+  // ---- state ----
+  bool in_loop_thread() const noexcept;
+  /// True once run() is tearing down: new operations are refused with ECANCELED.
+  bool io_closed() const noexcept { return io_shut_down_; }
+  bool stopping() const noexcept { return stop_requested_.load(std::memory_order_relaxed); }
+  BackendKind backend_kind() const noexcept;
+  const char* backend_name() const noexcept;
+  const LoopCapabilities& capabilities() const noexcept;
+  /// One line naming the backend and what it runs with ("io_uring: single_issuer=on ...").
+  std::string describe() const;
+  const LoopStats& stats() const noexcept;
+  const LoopOptions& options() const noexcept { return options_; }
+  size_t spawned_count() const noexcept { return spawned_.size(); }
+  /// Operations whose last completion has not arrived.
+  uint64_t in_flight() const noexcept;
+  uint64_t wakeups_written() const noexcept {
+    return wakeups_written_.load(std::memory_order_relaxed);
+  }
+
+  /// For io/ internals: the backend this loop runs on.
+  io::Backend& backend() noexcept { return *backend_; }
+  /// For the backend: a value another loop sent (ring messages).
+  void message_arrived(int32_t value) { arrived_messages_.push_back(value); }
 
  private:
   explicit EventLoop(const LoopOptions& options);
@@ -169,29 +197,22 @@ class EventLoop {
   void run_posted();
   void resume_ready();
   void run_pre_submit_hooks() noexcept;
-  void arm_wakeup();
+  void arm_wakeup() noexcept;
   void shutdown_io() noexcept;
-  void arm_deadline_tick();
-  void sweep_deadlines() noexcept;
-  static std::coroutine_handle<> on_deadline_tick(IoContext& context, int32_t res,
-                                                  uint32_t flags) noexcept;
+  void poll(bool may_block);
   static std::coroutine_handle<> on_wakeup(IoContext& context, int32_t res,
                                            uint32_t flags) noexcept;
-  static std::coroutine_handle<> on_message(IoContext& context, int32_t res,
-                                            uint32_t flags) noexcept;
   void open_mailbox() noexcept;
   void dispatch_messages();
   uint64_t messages_on_their_way() const noexcept;
 
   LoopOptions options_;
-  std::unique_ptr<io::IoUring> ring_;
-  std::unique_ptr<io::BufferRing> buffer_ring_;
-  std::unique_ptr<io::FixedBuffers> fixed_buffers_;  // before ring_ in destruction order
-  struct WakeContext : IoContext {
+  std::unique_ptr<io::Backend> backend_;
+  UniqueFd wake_fd_;  // blocking on purpose: io_uring then waits on it instead of EAGAIN
+  struct WakeOperation : io::Operation {
     EventLoop* loop = nullptr;
   };
-  UniqueFd wake_fd_;  // blocking on purpose: io_uring then waits on it instead of EAGAIN
-  WakeContext wake_context_;
+  WakeOperation wake_op_;
   uint64_t wake_value_ = 0;
   bool wake_armed_ = false;
   MpscQueue<UniqueFunction<void()>> posted_;
@@ -200,26 +221,15 @@ class EventLoop {
   std::atomic<bool> stop_requested_{false};
   std::atomic<uint64_t> wakeups_written_{0};
   std::atomic<std::thread::id> thread_id_{};
-  // Mailbox for IORING_OP_MSG_RING: kMailboxOpen | number of messages reserved by senders and
+  // Mailbox for ring messages: kMailboxOpen | number of messages reserved by senders and
   // not yet handled here. One word, so that "open?" and "count one more" are a single RMW.
   static constexpr uint64_t kMailboxOpen = uint64_t{1} << 63;
   alignas(64) std::atomic<uint64_t> mailbox_{0};
-  struct MessageContext : IoContext {
-    EventLoop* loop = nullptr;
-  };
-  MessageContext message_context_;  // never submitted here: its CQEs come from other rings
   UniqueFunction<void(int32_t)> message_handler_;
-  std::vector<int32_t> arrived_messages_;  // this iteration's, handled after the CQE walk
+  std::vector<int32_t> arrived_messages_;  // this iteration's, handled after the completions
   std::vector<int32_t> handling_messages_;
-  struct TickContext : IoContext {
-    EventLoop* loop = nullptr;
-  };
-  io::DeadlineNode* deadlines_head_ = nullptr;
-  io::DeadlineNode* deadlines_tail_ = nullptr;
-  TickContext tick_context_;
-  io::KernelTimespec tick_interval_{};
-  uint32_t tick_ms_ = 0;  // sweep interval; 0 until the first deadline
-  bool tick_armed_ = false;
+  io::TimerQueue timers_;
+  Clock::time_point now_ = Clock::now();
   io::PreSubmitHook* hooks_head_ = nullptr;
   io::PreSubmitHook* hooks_tail_ = nullptr;
   std::vector<std::coroutine_handle<>> ready_;

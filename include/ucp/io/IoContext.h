@@ -1,42 +1,48 @@
 #pragma once
-// IoContext: one in-flight io_uring operation. Its address is the SQE's user_data, so the
-// CQE finds it again; it lives in the frame of the coroutine that awaits it (or in the
-// object that owns a multishot operation) until its last CQE has arrived.
+// IoContext: where the completions of one in-flight operation go. Its address travels with
+// the operation through the backend (on io_uring it is the SQE's user_data), so a completion
+// finds it again; it lives in the frame of the coroutine that awaits it (or in the object that
+// owns a multishot operation) until its last completion has arrived.
+//
+// Completion flags are the same on every backend:
+//
+//   bit 0   kCompletionBuffer  the data went into a loop receive buffer; its id is bits 16..31
+//   bit 1   kCompletionMore    more completions of this operation follow (multishot)
+//
+// (This is the io_uring CQE flag layout, so that backend passes its flags through untouched.)
 
 #include <coroutine>
 #include <cstdint>
 
 namespace ucp {
 
+namespace io {
+inline constexpr uint32_t kCompletionBuffer = 1u << 0;
+inline constexpr uint32_t kCompletionMore = 1u << 1;
+inline constexpr uint32_t kBufferIdShift = 16;
+
+inline uint16_t buffer_id_of(uint32_t flags) noexcept {
+  return static_cast<uint16_t>(flags >> kBufferIdShift);
+}
+}  // namespace io
+
 struct IoContext {
-  /// Called for every CQE of this operation. Returns the coroutine to resume, or a null
-  /// handle. One-shot operations use `complete_once`; multishot owners install their own.
+  /// Called for every completion of this operation. Returns the coroutine to resume, or a
+  /// null handle. One-shot operations use `complete_once`; multishot owners install their own.
   using CompletionFn = std::coroutine_handle<> (*)(IoContext&, int32_t res,
-                                                   uint32_t cqe_flags) noexcept;
+                                                   uint32_t flags) noexcept;
 
   static std::coroutine_handle<> complete_once(IoContext& context, int32_t res,
-                                               uint32_t cqe_flags) noexcept {
+                                               uint32_t flags) noexcept {
     context.result = res;
-    context.cqe_flags = cqe_flags;
+    context.flags = flags;
     return context.waiter;
   }
 
-  CompletionFn on_cqe = &complete_once;
+  CompletionFn on_complete = &complete_once;
   std::coroutine_handle<> waiter;
-  int32_t result = 0;      // >= 0: bytes or fd; < 0: -errno
-  uint32_t cqe_flags = 0;  // IORING_CQE_F_MORE, F_BUFFER (+ buffer id)
+  int32_t result = 0;  // >= 0: bytes or fd; < 0: -errno
+  uint32_t flags = 0;  // kCompletionMore, kCompletionBuffer (+ buffer id)
 };
 
-namespace io {
-
-/// Layout of the kernel's __kernel_timespec, so public headers need no <liburing.h>.
-struct KernelTimespec {
-  int64_t tv_sec = 0;
-  long long tv_nsec = 0;
-  static KernelTimespec from_ms(uint64_t ms) noexcept {
-    return {static_cast<int64_t>(ms / 1000), static_cast<long long>(ms % 1000) * 1000000LL};
-  }
-};
-
-}  // namespace io
 }  // namespace ucp

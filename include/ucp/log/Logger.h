@@ -1,5 +1,5 @@
 #pragma once
-// The UCP logger (SPEC §6): LOG_TRACE ... LOG_FATAL with fmt format strings checked at
+// The UCP logger (docs/logger.md): LOG_TRACE ... LOG_FATAL with fmt format strings checked at
 // compile time. When a level is disabled the macro evaluates no argument.
 //
 // Asynchronous mode (the default): the calling thread copies the format string and the
@@ -39,7 +39,7 @@ std::optional<LogLevel> parse_log_level(std::string_view text) noexcept;
 
 enum class QueueFullPolicy : uint8_t { kBlock, kDrop };
 
-/// The [log] section of the configuration (SPEC §5).
+/// The [log] section of the configuration (docs/config.md).
 struct LogOptions {
   LogLevel level = LogLevel::kInfo;
   std::string file = "logs/server.log";  // empty: no file sink
@@ -63,6 +63,13 @@ class Logger {
   static std::string init(const LogOptions& options);
   /// Writes and flushes every record logged so far, stops the background thread.
   static void shutdown() noexcept;
+  /// Reopens the log file at its configured path (logrotate: move the file away, then ask
+  /// for this, e.g. with SIGUSR1). Any thread; returns at once. Records logged before the
+  /// call go to the old file, records logged after it to the new one: the background thread
+  /// reopens when it reaches this point of the queue (in sync mode, the caller reopens). The
+  /// file and its directories are created if missing; if it cannot be opened, writing goes
+  /// on to the old file and one line on stderr says why. No-op before init and after shutdown.
+  static void reopen();
   static void set_level(LogLevel level) noexcept {
     level_.store(static_cast<uint8_t>(level), std::memory_order_relaxed);
   }
@@ -76,6 +83,9 @@ class Logger {
   /// built on the caller's stack and copied into its queue slot; a longer message takes one
   /// heap buffer.
   static constexpr size_t kInlineMessageSize = 200;
+  /// Bytes one record takes in the queue (allocated, and touched, at init for every slot of
+  /// queue_capacity rounded up to a power of two).
+  static constexpr size_t kQueueSlotBytes = 256;
 
   template <class... Args>
   static void log(LogLevel level, const char* file, int line, fmt::format_string<Args...> format,

@@ -1,6 +1,6 @@
 #pragma once
 // EventLoopThreadPool: N worker threads, each creating and running its own EventLoop.
-// The main loop hands connections to `next_loop()` round-robin (SPEC §1).
+// The main loop hands connections to `next_loop()` round-robin (docs/design.md, section 2).
 //
 // Thread contract: start/next_loop/stop_all/join from the owning (main) thread; the loops
 // themselves are reached from there only through EventLoop::post and stop.
@@ -16,7 +16,10 @@ namespace ucp {
 
 class EventLoopThreadPool {
  public:
-  EventLoopThreadPool(size_t threads, const LoopOptions& options);
+  /// With `share_with`, each worker loop shares that loop's kernel-side workers where the
+  /// backend can (see EventLoop::create).
+  EventLoopThreadPool(size_t threads, const LoopOptions& options,
+                      const EventLoop* share_with = nullptr);
   EventLoopThreadPool(const EventLoopThreadPool&) = delete;
   EventLoopThreadPool& operator=(const EventLoopThreadPool&) = delete;
   ~EventLoopThreadPool();
@@ -32,6 +35,7 @@ class EventLoopThreadPool {
  private:
   size_t thread_count_;
   LoopOptions options_;
+  const EventLoop* share_with_;
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::vector<std::thread> threads_;
   size_t next_ = 0;

@@ -14,6 +14,8 @@ class InetAddress {
  public:
   InetAddress() noexcept = default;
   explicit InetAddress(const sockaddr_storage& storage) noexcept : storage_(storage) {}
+  /// Copies `length` bytes of `address` (a getaddrinfo result, say); longer ones are cut.
+  InetAddress(const sockaddr* address, socklen_t length) noexcept;
   /// Parses a numeric IPv4/IPv6 address; nullopt if `ip` is not one.
   static std::optional<InetAddress> parse(const std::string& ip, uint16_t port);
   /// The local address of a bound socket.
@@ -24,6 +26,7 @@ class InetAddress {
   int family() const noexcept { return storage_.ss_family; }
   uint16_t port() const noexcept;
   std::string to_string() const;
+  friend bool operator==(const InetAddress& a, const InetAddress& b) noexcept;
 
  private:
   sockaddr_storage storage_{};

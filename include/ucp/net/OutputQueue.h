@@ -57,6 +57,8 @@ class OutputQueue {
   ~OutputQueue();
 
   bool empty() const noexcept { return head_ == nullptr; }
+  /// The oldest segment, or null (segments chain through `next`).
+  OutputSegment* first() const noexcept { return head_; }
   /// Unsent bytes, copied or borrowed.
   size_t size() const noexcept { return size_; }
   /// Unsent bytes held in chunks: the memory this queue owns, apart from chunk slack.
@@ -68,8 +70,12 @@ class OutputQueue {
   /// stays linked until consume(), adopt_waiting() or clear() returns it.
   void append_borrowed(OutputSegment& segment) noexcept;
 
-  /// Fills `buffers` with the first unsent bytes, one per segment; returns how many.
-  size_t gather(std::span<iovec> buffers) const noexcept;
+  /// Fills `buffers` with the first unsent bytes, one per segment; returns how many, and
+  /// names the last segment gathered in `last` (when given).
+  size_t gather(std::span<iovec> buffers, const OutputSegment** last = nullptr) const noexcept;
+  /// Unlinks borrowed `segment` if none of its bytes has been sent and it comes after
+  /// `in_flight_last` (the last segment a send in flight covers; null: none). False otherwise.
+  bool remove(OutputSegment& segment, const OutputSegment* in_flight_last) noexcept;
   /// Drops `bytes` sent bytes from the front and frees emptied chunks. Returns the
   /// borrowed segments now fully sent, chained through `next`, oldest first.
   OutputSegment* consume(size_t bytes) noexcept;

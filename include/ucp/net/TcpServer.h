@@ -25,6 +25,7 @@
 #include "ucp/base/UniqueFd.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/MultishotAccept.h"
 #include "ucp/io/Operations.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
@@ -32,6 +33,8 @@
 #include "ucp/net/TcpConnection.h"
 
 namespace ucp {
+
+class RingHandOff;
 
 struct ServerOptions {
   std::string ip = "0.0.0.0";
@@ -48,6 +51,13 @@ struct ServerOptions {
   // ([event_loop] msg_ring_handoff). Without kernel support: one warning, then post.
   bool msg_ring_handoff = false;
   uint64_t max_output_bytes = 4194304;  // per connection: write() waits above it
+  // Output that waits this long for the peer to take a byte fails with timed_out and the
+  // connection stops reading (its handler then returns and it closes). 0 = never.
+  uint32_t write_timeout_ms = 0;
+  // An already-listening TCP socket to accept on instead of binding ip:port (socket
+  // activation: ucp/net/SocketActivation.h); -1 = bind. start() takes ownership of it, and
+  // ip, port and listen are then unused.
+  int listen_fd = -1;
 };
 
 class TcpServer {
@@ -68,21 +78,23 @@ class TcpServer {
   /// Any thread. Graceful: stop accepting, let handlers finish writing what they have
   /// read, close connections; after shutdown_timeout_ms everything still open is cancelled.
   void stop() noexcept;
+  /// Any thread. Like stop(), without the wait: whatever is still open is cancelled at once
+  /// (also when called while a graceful stop is waiting, e.g. on an operator's second SIGTERM).
+  void stop_now() noexcept;
 
   const InetAddress& local_address() const noexcept { return local_; }
+  /// One line naming the backend and what the worker loops run with (after start()).
+  std::string describe_loops() const;
   EventLoop& main_loop() noexcept { return *main_loop_; }
   size_t connection_count() const noexcept { return live_.load(std::memory_order_relaxed); }
   uint64_t rejected_connections() const noexcept {
     return rejected_.load(std::memory_order_relaxed);
   }
   /// Connections a worker received through IORING_OP_MSG_RING (the rest went through post).
-  uint64_t ring_hand_offs() const noexcept {
-    return ring_hand_offs_.load(std::memory_order_relaxed);
-  }
+  uint64_t ring_hand_offs() const noexcept;
 
  private:
   struct Worker;
-  struct HandOff;
   struct ConnectionNode {
     TcpConnection* connection;
     ConnectionNode* prev = nullptr;
@@ -96,10 +108,8 @@ class TcpServer {
   Task<> shutdown_sequence();
   void hand_off(io::Accepted accepted);
   void post_to_worker(Worker& worker, io::Accepted accepted);
-  bool send_through_ring(Worker& worker, UniqueFd& fd);
-  static void on_ring_hand_off(io::RingMessage& message, Result<void> delivered) noexcept;
-  void receive_from_ring(Worker& worker, int32_t value);
-  Task<> check_msg_ring();
+  static void deliver_from_ring(void* self, size_t index, UniqueFd fd, bool closing);
+  static void fall_back_from_ring(void* self, size_t index, UniqueFd fd);
   Task<> accept_connections();
   bool warn_allowed(std::chrono::steady_clock::time_point& last) noexcept;
 
@@ -110,19 +120,13 @@ class TcpServer {
   std::unique_ptr<EventLoopThreadPool> pool_;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;
-  // msg_ring hand-off (main loop thread only): on while the kernel delivers; slots of fds
-  // on their way, reused through a free list.
-  bool msg_ring_active_ = false;
-  std::vector<std::unique_ptr<HandOff>> hand_offs_;
-  HandOff* free_hand_offs_ = nullptr;
-  std::atomic<size_t> ring_probes_received_{0};
-  std::atomic<uint64_t> ring_hand_offs_{0};
-  std::chrono::steady_clock::time_point last_ring_warning_{};
+  std::unique_ptr<RingHandOff> ring_hand_off_;  // opt-in: msg_ring_handoff
   UniqueFd listen_fd_;
   InetAddress local_;
   std::atomic<size_t> live_{0};
   std::atomic<uint64_t> rejected_{0};
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> stop_now_{false};  // end the graceful stop's wait early
   bool shutting_down_ = false;
   bool accept_waiting_ = false;
   std::chrono::steady_clock::time_point last_fd_warning_{};

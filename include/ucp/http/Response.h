@@ -1,0 +1,128 @@
+#pragma once
+// Response: what a handler answers. Three kinds of body:
+//
+//   response.set_body("Hello, World!");          // borrowed: static text or request bytes
+//   response.body_buffer() = render(page);       // owned by the response
+//   response.set_file(std::move(fd), 0, size);   // a file, sent without reading it whole
+//
+// or a stream, written while the handler runs (chunked when the length is unknown):
+//
+//   for (auto& row : rows) {
+//     if (!co_await response.write(row)) co_return;  // the peer left, or stopped reading
+//   }
+//
+// The server adds Date, Server, Content-Length or Transfer-Encoding, and Connection itself,
+// omits the body for HEAD and for 1xx/204/304, and sends the response after the handler
+// returns (a stream: its head with the first write()). Stream writes go through the
+// connection's bounded output queue: a write waits while the peer is behind, so a stream
+// costs at most server.max_output_bytes of memory, and a peer that takes nothing for
+// http.send_timeout_ms ends the connection.
+//
+// Header names and values are copied into the response (a small inline arena first, so
+// the usual few headers cost no allocation). Thread contract: the connection's loop thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <forward_list>
+#include <new>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ucp/base/Result.h"
+#include "ucp/base/UniqueFd.h"
+#include "ucp/coro/Task.h"
+#include "ucp/http/Request.h"
+
+namespace ucp::http {
+
+class Connection;
+
+class Response {
+ public:
+  static constexpr size_t kMaxHeaders = 32;
+
+  enum class BodyKind : uint8_t { kNone, kBorrowed, kOwned, kFile, kStream };
+
+  Response() = default;
+  Response(const Response&) = delete;
+  Response& operator=(const Response&) = delete;
+
+  void set_status(int status) noexcept { status_ = status; }
+  int status() const noexcept { return status_; }
+
+  /// Adds a header field (copied). Throws std::invalid_argument for a name that is not a
+  /// token or a value with CR, LF or NUL (response splitting). The server writes Content-Length,
+  /// Transfer-Encoding and Connection itself: those given here are ignored, except "Connection:
+  /// close", which closes the connection after this response. A Date or Server given here replaces
+  /// the server's own. Throws std::length_error past kMaxHeaders.
+  void add_header(std::string_view name, std::string_view value);
+  void set_content_type(std::string_view type) { add_header("Content-Type", type); }
+  std::span<const Header> headers() const noexcept { return {fields(), header_count_}; }
+  /// The value of the first header named `name` that was added, or "".
+  std::string_view header(std::string_view name) const noexcept;
+
+  /// A body in memory the response does not own: it must stay valid until the handler has
+  /// returned and the response is sent (static text, or bytes of the request).
+  void set_body(std::string_view bytes) noexcept;
+  /// A body the response owns; fill the string (the kind becomes kOwned).
+  std::string& body_buffer() noexcept;
+  /// A file body: `length` bytes of `file` from `offset`. The server reads it through the
+  /// ring in bounded pieces and closes it when done.
+  void set_file(UniqueFd file, uint64_t offset, uint64_t length) noexcept;
+  BodyKind body_kind() const noexcept { return body_kind_; }
+  /// The body as bytes (borrowed or owned kinds; empty otherwise).
+  std::string_view body() const noexcept;
+  uint64_t file_offset() const noexcept { return file_offset_; }
+  uint64_t file_length() const noexcept { return file_length_; }
+
+  /// Streaming: the first call sends the head, then each call sends `bytes` (as one chunk
+  /// when the length is unknown). Waits while the connection's output queue is full.
+  /// Errors: the connection failed or closed (the handler should return), or
+  /// message_size for writing past a set_content_length(). To HEAD requests the head is
+  /// sent and the bytes are dropped.
+  [[nodiscard]] Task<Result<void>> write(std::string_view bytes);
+  /// For a stream of known length, before the first write(): sent as Content-Length
+  /// instead of chunked encoding.
+  void set_content_length(uint64_t length) noexcept { stream_length_ = length; }
+  /// The head has gone out (a stream has started): status and headers are fixed.
+  bool head_sent() const noexcept { return head_sent_; }
+  /// "Connection: close" was added.
+  bool close_requested() const noexcept { return close_; }
+
+  /// Back to a fresh 200 with no headers and no body (the server reuses one per request).
+  void reset() noexcept;
+
+ private:
+  friend class Connection;
+  std::string_view copy(std::string_view text);
+
+  static constexpr size_t kArenaBytes = 768;
+  static constexpr uint64_t kUnknownLength = ~uint64_t{0};
+  int status_ = 200;
+  BodyKind body_kind_ = BodyKind::kNone;
+  bool close_ = false;
+  bool custom_date_ = false;
+  bool custom_server_ = false;
+  bool head_sent_ = false;
+  uint32_t header_count_ = 0;
+  size_t arena_used_ = 0;
+  std::string_view borrowed_;
+  std::string owned_;
+  UniqueFd file_;
+  uint64_t file_offset_ = 0;
+  uint64_t file_length_ = 0;
+  uint64_t stream_length_ = kUnknownLength;
+  uint64_t stream_sent_ = 0;
+  Connection* connection_ = nullptr;         // set by the server for write()
+  std::forward_list<std::string> overflow_;  // header text beyond the arena
+  char arena_[kArenaBytes];
+  alignas(Header) std::byte field_storage_[sizeof(Header) * kMaxHeaders];  // as in Request
+
+  const Header* fields() const noexcept {
+    return std::launder(reinterpret_cast<const Header*>(field_storage_));
+  }
+  Header* fields() noexcept { return std::launder(reinterpret_cast<Header*>(field_storage_)); }
+};
+
+}  // namespace ucp::http

@@ -1,0 +1,48 @@
+#pragma once
+// MultishotAccept: one accept operation that accepts connection after connection; each new fd
+// goes to `on_accept` straight from the completion (no coroutine switch per connection).
+// Awaiting it starts it and resumes when the backend ends it (an error such as EMFILE, or
+// the kernel stopping it, e.g. on CQ overflow), so the owner can back off and await again.
+// Requires LoopCapabilities::multishot_accept; otherwise use io::accept in a loop.
+//
+// Thread contract: the owning loop's thread only.
+
+#include <coroutine>
+#include <cstdint>
+
+#include "ucp/base/Result.h"
+#include "ucp/io/Operation.h"
+
+namespace ucp::io {
+
+class MultishotAccept {
+ public:
+  using OnAccept = void (*)(void* owner, int fd) noexcept;
+  MultishotAccept(EventLoop& loop, int listen_fd, void* owner, OnAccept on_accept) noexcept;
+  MultishotAccept(const MultishotAccept&) = delete;
+  MultishotAccept& operator=(const MultishotAccept&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  /// Why it ended: an error (EMFILE, ECANCELED...) or success (the kernel just stopped it).
+  Result<void> await_resume() const noexcept { return void_from_cqe(last_error_); }
+  /// Asks it to end (the awaiting coroutine resumes with operation_canceled).
+  void cancel() noexcept;
+  EventLoop& loop() const noexcept { return loop_; }
+
+ private:
+  struct Accept : Operation {
+    MultishotAccept* owner = nullptr;
+  };
+  static std::coroutine_handle<> on_complete(IoContext& context, int32_t res,
+                                             uint32_t flags) noexcept;
+
+  EventLoop& loop_;
+  void* owner_;
+  OnAccept on_accept_;
+  Accept op_;
+  int32_t last_error_ = 0;
+  bool running_ = false;
+};
+
+}  // namespace ucp::io

@@ -1,0 +1,120 @@
+#pragma once
+// Operation: one asynchronous operation as every backend understands it. An awaiter fills
+// one in (what, on which fd, with which memory), the loop hands it to its backend, and the
+// backend reports completions through the IoContext it derives from:
+//
+//   io_uring: the descriptor becomes an SQE (its address is the user_data) and each CQE a
+//             completion;
+//   epoll:    the descriptor is tried at once when the fd is known to be ready, otherwise
+//             parked on the fd until epoll says so; its result becomes a completion.
+//
+// Either way a completion is delivered only while the loop walks its completions, never from
+// inside submit(), and the descriptor and the memory it names must live until the last one.
+//
+// OperationAwaiter is the one base of the awaitable operations (io/Operations.h): it prepares
+// nothing but the descriptor; `await_suspend` submits it. No awaiter submits to the kernel
+// itself: the loop starts everything an iteration prepared in one batch.
+//
+// Thread contract: the owning loop's thread only.
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+
+#include "ucp/io/IoContext.h"
+#include "ucp/io/Timer.h"
+
+namespace ucp {
+class EventLoop;
+}
+
+namespace ucp::io {
+
+enum class OpCode : uint8_t {
+  kRecv,             // fd, data/size: one receive; buffer_index >= 0: a registered buffer
+  kRecvMultishot,    // fd: a completion per chunk, each in a loop receive buffer (kCompletionMore)
+  kSend,             // fd, data/size (never raises SIGPIPE)
+  kSendMsg,          // fd, data = msghdr*: a gathering send (never raises SIGPIPE)
+  kRecvMsg,          // fd, data = msghdr*: one datagram with its source address
+  kRead,             // fd, data/size at `offset` (kCurrentPosition: the file position)
+  kWrite,            // fd, data/size at `offset`
+  kAccept,           // fd, data = sockaddr* (filled), aux = socklen_t*; result: the new fd
+  kAcceptMultishot,  // fd: a completion per accepted connection (kCompletionMore)
+  kConnect,          // fd, data = const sockaddr*, size = its length
+  kClose,            // fd: closes it (the loop forgets the fd first)
+  kCancelFd,         // fd: ends every operation in flight on fd; result: how many
+  kRingMessage,      // another loop's ring: value in `size` (io/RingMessage.h; io_uring only)
+};
+
+inline constexpr uint64_t kCurrentPosition = ~uint64_t{0};
+
+/// Layout of the kernel's __kernel_timespec, so public headers need no <liburing.h>.
+struct KernelTimespec {
+  int64_t tv_sec = 0;
+  long long tv_nsec = 0;
+  static KernelTimespec from_ms(uint64_t ms) noexcept {
+    return {static_cast<int64_t>(ms / 1000), static_cast<long long>(ms % 1000) * 1000000LL};
+  }
+};
+
+struct Operation;
+
+/// Storage an operation with a deadline lends its backend: the operation ends with -ETIMEDOUT
+/// (its result; data that arrived as the timer fired is returned, never lost) when `ms`
+/// pass first. io_uring links an IORING_OP_LINK_TIMEOUT to the operation and waits for both
+/// completions, in either order; epoll arms a loop timer that cancels the parked operation.
+struct LinkedTimeout {
+  struct Part : IoContext {
+    Operation* operation = nullptr;
+  };
+  uint32_t ms = 0;
+  KernelTimespec spec;  // io_uring reads it when the SQE is submitted
+  Part operation_part;  // io_uring: the operation's own completion, held until the timer's
+  Part timer_part;
+  int32_t operation_result = 0;
+  uint8_t remaining = 0;
+  /// epoll: a loop timer, armed while the operation is parked, that ends it.
+  struct Deadline : TimerNode {
+    Operation* operation = nullptr;
+    void* backend = nullptr;
+  };
+  Deadline timer;
+};
+
+struct Operation : IoContext {
+  OpCode code = OpCode::kRecv;
+  int fd = -1;
+  void* data = nullptr;  // see OpCode
+  void* aux = nullptr;   // see OpCode
+  uint64_t offset = kCurrentPosition;
+  uint32_t size = 0;
+  int32_t buffer_index = -1;  // a registered buffer holding `data` (kRecv, kRead), or -1
+  LinkedTimeout* timeout = nullptr;
+  // Backend bookkeeping: the epoll backend parks operations in per-fd lists.
+  Operation* next = nullptr;
+  Operation* prev = nullptr;
+  uint32_t backend_state = 0;
+};
+
+/// Base of the awaitable operations: the descriptor, submitted on suspension; resumed by its
+/// (one) completion. `cancel()` asks the backend to end it early; it then completes with
+/// -ECANCELED (or its real result, if that came first).
+class OperationAwaiter {
+ public:
+  explicit OperationAwaiter(EventLoop& loop) noexcept : loop_(loop) {}
+  OperationAwaiter(const OperationAwaiter&) = delete;
+  OperationAwaiter& operator=(const OperationAwaiter&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+  /// False when the loop refused the operation (closing, or out of submission room): then
+  /// `op_.result` says why and the coroutine goes on at once.
+  bool await_suspend(std::coroutine_handle<> caller) noexcept;
+  void cancel() noexcept;
+  EventLoop& loop() const noexcept { return loop_; }
+
+ protected:
+  EventLoop& loop_;
+  Operation op_;
+};
+
+}  // namespace ucp::io

@@ -1,0 +1,96 @@
+#pragma once
+// Timers of one loop: intrusive nodes in a per-loop 4-ary min-heap, driven by the loop's wait
+// timeout (no kernel timer object per timer, no allocation per timer).
+//
+//   io::TimerNode node(&on_fire);            // lives in its owner, e.g. a connection
+//   loop.add_timer(node, loop.now() + 5s);   // fire once, about then
+//   loop.add_timer(node, later);             // moving it later is O(1): see below
+//   loop.cancel_timer(node);                 // or let ~TimerNode do it
+//
+// Each node carries two times: `due`, when it should fire, and the heap key it was queued
+// under. Moving a queued timer later only updates `due` (the node is re-queued when its old
+// key comes up), so a read deadline pushed back on every request costs O(1), not O(log n).
+// Moving it earlier, adding and cancelling are O(log n). A callback runs on the loop thread
+// after the completions of that iteration; it must only schedule coroutines (never resume one
+// inline) and may add or cancel timers, itself included.
+//
+// Thread contract: the owning loop's thread only.
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace ucp {
+
+/// The one clock of UCP's loops and timers.
+using Clock = std::chrono::steady_clock;
+
+namespace io {
+
+class TimerQueue;
+
+class TimerNode {
+ public:
+  using Fire = void (*)(TimerNode&) noexcept;
+  static constexpr uint32_t kNotQueued = std::numeric_limits<uint32_t>::max();
+
+  explicit TimerNode(Fire fire = nullptr) noexcept : fire_(fire) {}
+  TimerNode(const TimerNode&) = delete;
+  TimerNode& operator=(const TimerNode&) = delete;
+  ~TimerNode();
+
+  void set_callback(Fire fire) noexcept { fire_ = fire; }
+  /// Queued and due to fire (not cancelled).
+  bool armed() const noexcept { return index_ != kNotQueued && due_ != Clock::time_point::max(); }
+  Clock::time_point due() const noexcept { return due_; }
+
+ private:
+  friend class TimerQueue;
+  Fire fire_;
+  TimerQueue* queue_ = nullptr;
+  Clock::time_point due_ = Clock::time_point::max();  // max: disarmed
+  Clock::time_point key_{};                           // what the heap orders by
+  uint32_t index_ = kNotQueued;
+};
+
+/// The heap. EventLoop owns one; add/cancel go through EventLoop::add_timer/cancel_timer.
+class TimerQueue {
+ public:
+  TimerQueue() = default;
+  TimerQueue(const TimerQueue&) = delete;
+  TimerQueue& operator=(const TimerQueue&) = delete;
+  ~TimerQueue();
+
+  /// (Re)schedules `node` to fire at `due`.
+  void add(TimerNode& node, Clock::time_point due);
+  /// Stops `node` from firing. Lazy: the entry leaves the heap when its key comes up, unless
+  /// `remove` is true (the node is about to die).
+  void cancel(TimerNode& node, bool remove = false) noexcept;
+  /// Fires every timer due at or before `now`. Returns how many fired.
+  size_t fire_due(Clock::time_point now) noexcept;
+  /// When the next entry comes up (max() if none). May be earlier than any timer's due: an
+  /// entry moved later fires nothing and is re-queued.
+  Clock::time_point next_key() const noexcept {
+    return heap_.empty() ? Clock::time_point::max() : heap_.front()->key_;
+  }
+  size_t size() const noexcept { return heap_.size(); }
+  /// Armed timers (queued entries that will fire).
+  size_t armed() const noexcept { return armed_; }
+
+ private:
+  void push(TimerNode& node, Clock::time_point key);
+  void erase(TimerNode& node) noexcept;
+  void sift_up(uint32_t index) noexcept;
+  void sift_down(uint32_t index) noexcept;
+  void place(TimerNode* node, uint32_t index) noexcept {
+    heap_[index] = node;
+    node->index_ = index;
+  }
+
+  std::vector<TimerNode*> heap_;
+  size_t armed_ = 0;
+};
+
+}  // namespace io
+}  // namespace ucp

@@ -1,0 +1,132 @@
+#pragma once
+// StreamReader: the input side of a TcpConnection. It serves read() (copy into the caller's
+// buffer) and receive() (a lent buffer) in one of two ways, chosen by the loop:
+//
+// - multishot (the loop has receive buffers, LoopCapabilities::multishot_receive): one
+//   long-lived receive queues chunks (io/MultishotRecv.h) and a read returns queued bytes
+//   without suspending. The read timeout is a loop timer pushed back on every read (O(1)),
+//   because a deadline linked to the receive would end it.
+// - single-shot: one receive per read, straight into the caller's buffer (receive(): into a
+//   buffer the loop lends, registered when it has one free) with a deadline linked to it.
+//
+// Either way a read returns data, 0 for the peer's FIN and nothing else, or an error:
+// timed_out (read_timeout_ms without data), operation_canceled (stop() or the connection
+// closing), connection_reset, ... Pauses of the multishot receive never show.
+//
+// Thread contract: the connection's loop thread only.
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <system_error>
+
+#include "ucp/base/Result.h"
+#include "ucp/io/BufferLease.h"
+#include "ucp/io/EventLoop.h"
+#include "ucp/io/MultishotRecv.h"
+#include "ucp/io/Operation.h"
+#include "ucp/io/Timer.h"
+#include "ucp/memory/MemoryPool.h"
+
+namespace ucp {
+
+class StreamReader {
+ public:
+  /// `on_idle(owner)` runs whenever the reader's last operation in flight has completed.
+  StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, void* owner,
+               void (*on_idle)(void*) noexcept) noexcept;
+  StreamReader(const StreamReader&) = delete;
+  StreamReader& operator=(const StreamReader&) = delete;
+  /// Requires idle().
+  ~StreamReader();
+
+  class ReadAwaiter {
+   public:
+    ReadAwaiter(StreamReader& reader, std::span<std::byte> destination) noexcept;
+    ReadAwaiter(StreamReader& reader, io::BufferLease* lend_into) noexcept;
+    ReadAwaiter(const ReadAwaiter&) = delete;
+    ReadAwaiter& operator=(const ReadAwaiter&) = delete;
+    ~ReadAwaiter();
+    /// Data already received (multishot) is returned without suspending.
+    bool await_ready() const noexcept;
+    bool await_suspend(std::coroutine_handle<> caller) noexcept;
+    Result<size_t> await_resume() noexcept;
+    /// Ends this read early with operation_canceled (data that won the race is returned);
+    /// the connection goes on, and bytes that arrive later are there for the next read.
+    void cancel() noexcept;
+    EventLoop& loop() const noexcept { return reader_.loop_; }
+
+   private:
+    friend class StreamReader;
+    struct SingleShot;
+    enum class Mode : uint8_t { kImmediate, kSingleShot, kMultishot };
+    bool start_single_shot() noexcept;
+    static std::coroutine_handle<> on_single_shot(IoContext& context, int32_t res,
+                                                  uint32_t flags) noexcept;
+
+    StreamReader& reader_;
+    std::span<std::byte> destination_;
+    io::BufferLease* lease_ = nullptr;  // receive(): the data is lent here instead of copied
+    std::coroutine_handle<> caller_;
+    PoolPtr<SingleShot> single_shot_;  // only while a single-shot read is in flight
+    int32_t result_ = 0;               // single-shot result, or an error found before any I/O
+    Mode mode_ = Mode::kImmediate;
+  };
+
+  /// receive(): a read whose bytes arrive in a lent buffer, so an idle connection's handler
+  /// holds no buffer of its own.
+  class ReceiveAwaiter : public ReadAwaiter {
+   public:
+    explicit ReceiveAwaiter(StreamReader& reader) noexcept : ReadAwaiter(reader, &received_) {}
+    Result<io::BufferLease> await_resume() noexcept {
+      auto n = ReadAwaiter::await_resume();
+      if (!n) return Unexpected{n.error()};
+      return std::move(received_);
+    }
+
+   private:
+    io::BufferLease received_;
+  };
+
+  ReadAwaiter read(std::span<std::byte> buffer) noexcept { return {*this, buffer}; }
+  ReceiveAwaiter receive() noexcept { return ReceiveAwaiter(*this); }
+
+  /// Ends the current and every later read with `reason`; queued bytes are dropped with the
+  /// connection. Idempotent (the first reason stays).
+  void stop(std::errc reason = std::errc::operation_canceled) noexcept;
+  /// Takes effect from the next read. 0 = none.
+  void set_read_timeout_ms(uint32_t ms) noexcept { timeout_ms_ = ms; }
+  uint32_t read_timeout_ms() const noexcept { return timeout_ms_; }
+
+  bool idle() const noexcept { return !single_shot_in_flight_ && (!stream_ || !stream_->busy()); }
+  bool stopped() const noexcept { return state_ != State::kOpen; }
+  bool multishot() const noexcept { return stream_.has_value(); }
+  uint64_t bytes_read() const noexcept { return bytes_read_; }
+  uint64_t pauses() const noexcept { return stream_ ? stream_->pauses() : 0; }
+
+ private:
+  enum class State : uint8_t { kOpen, kStopped };
+  static void on_deadline(io::TimerNode& node) noexcept;
+  static void on_stream_idle(void* self) noexcept;
+  void notify_idle() noexcept;
+
+  EventLoop& loop_;
+  int fd_;
+  uint32_t timeout_ms_;
+  std::optional<io::MultishotRecv> stream_;
+  struct Deadline : io::TimerNode {
+    StreamReader* reader = nullptr;
+  };
+  Deadline deadline_;  // multishot mode: the read timeout of the waiting reader
+  ReadAwaiter* waiting_ = nullptr;
+  void* owner_;
+  void (*on_idle_)(void*) noexcept;
+  uint64_t bytes_read_ = 0;
+  std::errc stop_reason_ = std::errc::operation_canceled;
+  State state_ = State::kOpen;
+  bool single_shot_in_flight_ = false;
+};
+
+}  // namespace ucp

@@ -1,0 +1,174 @@
+#pragma once
+// StreamWriter: the output side of a TcpConnection. One queue (OutputQueue) and at most one
+// send in flight (overlapping sends on one socket can reorder bytes), so bytes leave in call
+// order whichever of write() and write_all() wrote them. Everything written during one loop
+// iteration goes out in one send (a pre-submit hook gathers it), and writes made while a send
+// is in flight go out together in the next one.
+//
+// - write_all(span) stays suspended until its bytes are in the kernel; they are sent from the
+//   caller's memory, never copied.
+// - write(span) copies into the queue's pool chunks and completes at once while the queue
+//   holds at most max_output_bytes. The write that would pass it, and every write() after it,
+//   suspends (its bytes are queued in place, in the caller's memory) until the queue has
+//   drained to max_output_bytes / 2, so a peer that never reads costs about max_output_bytes.
+// - A deadline bounds how long queued output may wait for the peer to take a byte:
+//   write_timeout_ms while the connection is open (0 = none), close_flush_timeout_ms while it
+//   closes. When it passes, the output fails with timed_out.
+// A failed send (connection_reset, broken_pipe, timed_out...) drops the queue; every writer
+// still waiting and every later write gets that error.
+//
+// Thread contract: the connection's loop thread only.
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <system_error>
+
+#include "ucp/base/Result.h"
+#include "ucp/io/EventLoop.h"
+#include "ucp/io/Operations.h"
+#include "ucp/io/Timer.h"
+#include "ucp/net/OutputQueue.h"
+
+namespace ucp {
+
+/// What bounds a connection's queued output (TcpServer fills it from ServerOptions).
+struct OutputLimits {
+  /// write() completes without waiting while the queue holds at most this many bytes.
+  uint64_t max_output_bytes = 4 * 1024 * 1024;
+  /// Queued output that waits this long without the peer taking a byte fails with timed_out
+  /// (the connection is then closed by its handler). 0 = no limit while open.
+  uint32_t write_timeout_ms = 0;
+  /// close() waits for queued output this long without a byte taken, then drops it.
+  uint32_t close_flush_timeout_ms = 5000;
+};
+
+class StreamWriter {
+ public:
+  /// `on_idle(owner)` runs whenever the send in flight has completed; `on_failed(owner)` once,
+  /// when the output fails (the connection stops reading too).
+  StreamWriter(EventLoop& loop, int fd, OutputLimits limits, void* owner,
+               void (*on_idle)(void*) noexcept, void (*on_failed)(void*) noexcept) noexcept;
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+  /// Requires idle() and nothing borrowed in the queue (abandon()).
+  ~StreamWriter();
+
+  /// One write() or write_all(). `data` stays the caller's until the awaiter resumes: a
+  /// suspended writer's bytes are queued as a span into its memory.
+  class WriteAwaiter {
+   public:
+    enum class Mode : uint8_t { kAll, kBuffered };
+    WriteAwaiter(StreamWriter& writer, std::span<const std::byte> data, Mode mode) noexcept;
+    WriteAwaiter(const WriteAwaiter&) = delete;
+    WriteAwaiter& operator=(const WriteAwaiter&) = delete;
+    /// write() copies here when the queue has room, and errors complete here.
+    bool await_ready() noexcept;
+    void await_suspend(std::coroutine_handle<> caller) noexcept;
+    Result<void> await_resume() const noexcept;
+    /// Ends this write early with operation_canceled. A write none of whose bytes has been sent
+    /// just leaves the queue (if the send in flight covers it, once that send completes); one
+    /// already partly sent cannot be taken back without cutting the byte stream, so the
+    /// connection's output fails instead.
+    void cancel() noexcept { writer_.cancel_writer(*this); }
+    EventLoop& loop() const noexcept { return writer_.loop_; }
+
+   private:
+    friend class StreamWriter;
+    struct Segment : OutputSegment {
+      WriteAwaiter* writer = nullptr;
+    };
+    StreamWriter& writer_;
+    std::span<const std::byte> data_;
+    Segment segment_;
+    std::coroutine_handle<> caller_;
+    std::error_code error_;
+    Mode mode_;
+    bool queued_ = false;            // suspended with its segment in the queue
+    bool cancel_requested_ = false;  // cancel() while the send in flight covered it
+  };
+
+  WriteAwaiter write_all(std::span<const std::byte> data) noexcept {
+    return {*this, data, WriteAwaiter::Mode::kAll};
+  }
+  WriteAwaiter write(std::span<const std::byte> data) noexcept {
+    return {*this, data, WriteAwaiter::Mode::kBuffered};
+  }
+
+  /// Half-close: FIN once the queued output is sent. Later writes fail with broken_pipe.
+  void shutdown_write() noexcept;
+  /// Closing: later writes fail with operation_canceled; the queue drains under
+  /// close_flush_timeout_ms. Resumes once the queue is empty or the output failed.
+  class FlushAwaiter {
+   public:
+    explicit FlushAwaiter(StreamWriter& writer) noexcept : writer_(writer) {}
+    bool await_ready() const noexcept;
+    void await_suspend(std::coroutine_handle<> caller) noexcept;
+    void await_resume() const noexcept {}
+
+   private:
+    StreamWriter& writer_;
+  };
+  FlushAwaiter close_and_flush() noexcept;
+  /// Cancels the send in flight (its completion fails the output).
+  void cancel_send() noexcept { send_.cancel(); }
+  /// With nothing in flight: drops what is left, handing borrowed memory back to its writers.
+  void abandon() noexcept;
+  void set_write_timeout_ms(uint32_t ms) noexcept { limits_.write_timeout_ms = ms; }
+
+  bool idle() const noexcept { return !send_.in_flight(); }
+  bool failed() const noexcept { return static_cast<bool>(error_); }
+  size_t queued_bytes() const noexcept { return queue_.size(); }
+  uint64_t bytes_written() const noexcept { return bytes_written_; }
+  uint64_t sends_submitted() const noexcept { return sends_submitted_; }
+  const OutputLimits& limits() const noexcept { return limits_; }
+
+ private:
+  enum class State : uint8_t {
+    kOpen,
+    kShut,     // shutdown_write(): FIN once the queue is empty
+    kClosing,  // close(): draining, no new writes
+  };
+  void request_send() noexcept;
+  void start_send() noexcept;
+  void release_waiting_writers() noexcept;
+  void fail(std::error_code error) noexcept;
+  void drop_queue() noexcept;
+  void finish_writer(OutputSegment& segment, std::error_code error) noexcept;
+  void cancel_writer(WriteAwaiter& writer) noexcept;
+  void settle_cancels() noexcept;
+  void arm_deadline() noexcept;
+  void wake_flush_waiter() noexcept;
+  static void on_send_complete(void* self, int32_t res) noexcept;
+  static void on_send_hook(io::PreSubmitHook& hook) noexcept;
+  static void on_deadline(io::TimerNode& node) noexcept;
+
+  EventLoop& loop_;
+  int fd_;
+  OutputLimits limits_;
+  OutputQueue queue_;
+  io::VectoredSend send_;  // the one send in flight
+  struct SendHook : io::PreSubmitHook {
+    StreamWriter* writer = nullptr;
+  };
+  SendHook send_hook_;  // queued while output waits for a send to start
+  struct Deadline : io::TimerNode {
+    StreamWriter* writer = nullptr;
+  };
+  Deadline deadline_;  // no byte taken for too long: the output fails
+  // The last segment the send in flight covers (segments up to it may be read by the kernel).
+  const OutputSegment* in_flight_last_ = nullptr;
+  std::coroutine_handle<> flush_waiter_;  // close() waiting for the queue to drain
+  std::error_code error_;                 // the first failure; every later write gets it
+  void* owner_;
+  void (*on_idle_)(void*) noexcept;
+  void (*on_failed_)(void*) noexcept;
+  uint64_t bytes_written_ = 0;
+  uint64_t sends_submitted_ = 0;
+  State state_ = State::kOpen;
+  bool full_ = false;             // past max_output_bytes: write() waits until half is left
+  bool cancels_pending_ = false;  // some writer's cancel waits for the send in flight
+};
+
+}  // namespace ucp

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer harnesses for a bounded time: scripts/fuzz.sh SECONDS
+#   make test-fuzz   (part of make test: 25 s)     make fuzz   (FUZZ_SECONDS, default 600)
+# The corpus grows in build/fuzz/corpus/<harness> (the seeds in tests/fuzz/corpus stay as
+# they are); a crash, leak or broken invariant leaves its input in build/fuzz/artifacts/
+# and the exit status is non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TOTAL=${1:-25}
+BIN=build/fuzz/bin
+mkdir -p build/fuzz/artifacts
+status=0
+for harness in http_request; do
+  work=build/fuzz/corpus/$harness
+  mkdir -p "$work"
+  echo "fuzz: $harness for ${SECONDS_TOTAL}s"
+  if ! ASAN_OPTIONS=detect_leaks=1 "$BIN/${harness}_fuzz" -max_total_time="$SECONDS_TOTAL" \
+      -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -dict=tests/fuzz/http.dict \
+      -artifact_prefix=build/fuzz/artifacts/ "$work" "tests/fuzz/corpus/$harness" \
+      >build/fuzz/$harness.log 2>&1; then
+    echo "fuzz: $harness FAILED (input in build/fuzz/artifacts/):" >&2
+    grep -E "invariant|ERROR|SUMMARY" build/fuzz/$harness.log | head -5 >&2
+    status=1
+  fi
+  grep -E "^Done|stat::number_of_executed_units|cov:" build/fuzz/$harness.log | tail -2
+done
+exit $status

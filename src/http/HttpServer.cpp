@@ -1,0 +1,84 @@
+#include "ucp/http/HttpServer.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "ServerCore.h"
+
+namespace ucp::http {
+
+ServerCore::ServerCore(const HttpOptions& http_options, size_t workers)
+    : options(http_options),
+      limits{http_options.max_request_line_bytes, http_options.max_header_bytes,
+             http_options.max_body_bytes},
+      slots(std::make_unique<WorkerSlot[]>(workers)),
+      slot_count(workers) {}
+
+WorkerSlot* ServerCore::slot_for(const EventLoop& loop) noexcept {
+  // Once per connection, not per request: a short scan, and a claim the first time a
+  // worker loop shows up (workers number their slots in the order they first serve).
+  for (size_t i = 0; i < slot_count; ++i) {
+    const EventLoop* owner = slots[i].loop.load(std::memory_order_acquire);
+    if (owner == &loop) return &slots[i];
+    if (owner == nullptr) {
+      const EventLoop* expected = nullptr;
+      if (slots[i].loop.compare_exchange_strong(expected, &loop, std::memory_order_acq_rel) ||
+          expected == &loop) {
+        return &slots[i];
+      }
+    }
+  }
+  return &slots[slot_count - 1];  // unreachable with one slot per worker; shared if ever
+}
+
+namespace {
+
+size_t worker_count(const ServerOptions& options) {
+  return options.thread_num == 0 ? std::max(1u, std::thread::hardware_concurrency())
+                                 : options.thread_num;
+}
+
+ServerOptions without_read_timeout(ServerOptions options) {
+  // Every read deadline is the HTTP layer's own (header, keep-alive, body, linger).
+  options.read_timeout_ms = 0;
+  return options;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(const ServerOptions& server_options, const LoopOptions& loop_options,
+                       const HttpOptions& http_options)
+    : core_(std::make_unique<ServerCore>(http_options, worker_count(server_options))) {
+  ServerCore* core = core_.get();
+  tcp_ = std::make_unique<TcpServer>(
+      without_read_timeout(server_options), loop_options,
+      [core](TcpConnection& connection) { return core->serve(connection); });
+}
+
+HttpServer::~HttpServer() = default;
+
+Router& HttpServer::router() noexcept { return core_->router; }
+void HttpServer::use(Middleware middleware) { core_->middleware.push_back(std::move(middleware)); }
+std::string HttpServer::start(std::string* warnings) { return tcp_->start(warnings); }
+void HttpServer::run() { tcp_->run(); }
+void HttpServer::stop() noexcept { tcp_->stop(); }
+TcpServer& HttpServer::tcp() noexcept { return *tcp_; }
+const InetAddress& HttpServer::local_address() const noexcept { return tcp_->local_address(); }
+const HttpOptions& HttpServer::options() const noexcept { return core_->options; }
+
+std::vector<WorkerStats> HttpServer::stats() const {
+  std::vector<WorkerStats> all(core_->slot_count);
+  constexpr auto relaxed = std::memory_order_relaxed;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const WorkerSlot& slot = core_->slots[i];
+    WorkerStats& s = all[i];
+    s.connections_open = slot.connections_open.load(relaxed);
+    s.connections_accepted = slot.connections_accepted.load(relaxed);
+    for (size_t c = 0; c < 4; ++c) s.responses[c] = slot.responses[c].load(relaxed);
+    s.bytes_received = slot.bytes_received.load(relaxed);
+    s.bytes_sent = slot.bytes_sent.load(relaxed);
+  }
+  return all;
+}
+
+}  // namespace ucp::http

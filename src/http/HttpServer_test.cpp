@@ -1,0 +1,595 @@
+// HttpServer over real loopback sockets: an in-process server on a free port, raw clients
+// with bounded waits (tests/support). Routing, middleware, keep-alive, pipelining, bodies,
+// 100-continue, streams with back-pressure, files, timeouts and the lingering close.
+
+#include "ucp/http/HttpServer.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "Backends.h"
+#include "HttpClient.h"
+#include "LoopbackClient.h"
+
+namespace ucp::http {
+namespace {
+
+using namespace std::chrono_literals;
+using test::connect_loopback;
+using test::read_response;
+using test::send_text;
+
+constexpr std::string_view kGet = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n";
+
+/// An HttpServer on 127.0.0.1:<free port>, running on a thread of its own.
+class TestServer {
+ public:
+  explicit TestServer(const std::function<void(HttpServer&)>& configure, HttpOptions http = {},
+                      uint64_t max_output_bytes = 4 << 20) {
+    ::signal(SIGPIPE, SIG_IGN);
+    ServerOptions options;
+    options.ip = "127.0.0.1";
+    options.port = 0;
+    options.thread_num = 1;
+    options.shutdown_timeout_ms = 2000;
+    options.max_output_bytes = max_output_bytes;
+    LoopOptions loop;
+    loop.backend = test::backend_under_test();
+    loop.ring_entries = 256;
+    loop.provided_buffers_count = 64;  // small: bodies run the ring dry
+    loop.provided_buffer_size = 4096;
+    server_ = std::make_unique<HttpServer>(options, loop, http);
+    configure(*server_);
+    const std::string error = server_->start();
+    EXPECT_EQ(error, "");
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  ~TestServer() {
+    server_->stop();
+    thread_.join();
+  }
+  uint16_t port() const { return server_->local_address().port(); }
+  HttpServer& server() { return *server_; }
+
+ private:
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+};
+
+void hello_routes(HttpServer& server) {
+  server.router().get("/hello", [](Request&, Response& res) -> Task<> {
+    res.set_content_type("text/plain");
+    res.set_body("Hello, World!");
+    co_return;
+  });
+  server.router().get("/users/{id}", [](Request& req, Response& res) -> Task<> {
+    res.body_buffer() = "user " + std::string(req.param("id"));
+    co_return;
+  });
+  server.router().post("/echo", [](Request& req, Response& res) -> Task<> {
+    res.set_content_type(req.header("content-type"));
+    res.set_body(req.body());
+    co_return;
+  });
+  server.router().put("/users/{id}", [](Request&, Response& res) -> Task<> {
+    res.set_status(204);
+    co_return;
+  });
+  server.router().get("/throw", [](Request&, Response&) -> Task<> {
+    throw std::runtime_error("handler bug");
+    co_return;
+  });
+}
+
+/// Sends `request` on `fd` and reads one response (bounded).
+test::HttpReply ask(int fd, std::string_view request, std::string& pending, bool head = false) {
+  EXPECT_TRUE(send_text(fd, request));
+  auto reply = read_response(fd, pending, 5000, head);
+  EXPECT_TRUE(reply) << reply.error().message();
+  return reply ? *reply : test::HttpReply{};
+}
+
+bool closed_by_server(int fd, int64_t timeout_ms = 5000) {
+  return static_cast<bool>(test::drain_until_closed(fd, timeout_ms));
+}
+
+TEST(HttpServer, RoutesAndAddsDateAndServer) {
+  TestServer s(hello_routes);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  std::string pending;
+  auto hello = ask(fd->get(), kGet, pending);
+  EXPECT_EQ(hello.status, 200);
+  EXPECT_EQ(hello.body, "Hello, World!");
+  EXPECT_EQ(hello.header("content-type"), "text/plain");
+  EXPECT_EQ(hello.header("content-length"), "13");
+  EXPECT_EQ(hello.header("server"), "ucp");
+  EXPECT_EQ(hello.header("date").size(), 29u);
+  EXPECT_FALSE(hello.has_header("connection"));  // HTTP/1.1 keep-alive is the default
+  EXPECT_EQ(ask(fd->get(), "GET /users/42 HTTP/1.1\r\nHost: a\r\n\r\n", pending).body, "user 42");
+  auto missing = ask(fd->get(), "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n", pending);
+  EXPECT_EQ(missing.status, 404);
+  auto wrong = ask(fd->get(), "DELETE /users/1 HTTP/1.1\r\nHost: a\r\n\r\n", pending);
+  EXPECT_EQ(wrong.status, 405);
+  EXPECT_EQ(wrong.header("allow"), "GET, HEAD, PUT");
+  auto no_content = ask(fd->get(), "PUT /users/1 HTTP/1.1\r\nHost: a\r\n\r\n", pending);
+  EXPECT_EQ(no_content.status, 204);
+  EXPECT_FALSE(no_content.has_header("content-length"));
+  // HEAD: GET's headers, Content-Length included, and no body.
+  auto head = ask(fd->get(), "HEAD /hello HTTP/1.1\r\nHost: a\r\n\r\n", pending, true);
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.header("content-length"), "13");
+  // The connection is still in step: the next answer is the right one.
+  EXPECT_EQ(ask(fd->get(), kGet, pending).body, "Hello, World!");
+  EXPECT_TRUE(pending.empty());
+}
+
+TEST(HttpServer, AnswersAHandlerExceptionWith500AndStaysUsable) {
+  TestServer s(hello_routes);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  std::string pending;
+  EXPECT_EQ(ask(fd->get(), "GET /throw HTTP/1.1\r\nHost: a\r\n\r\n", pending).status, 500);
+  EXPECT_EQ(ask(fd->get(), kGet, pending).status, 200);
+}
+
+TEST(HttpServer, RunsMiddlewareInOrderAroundTheHandler) {
+  TestServer s([](HttpServer& server) {
+    hello_routes(server);
+    server.use([](Request&, Response& res, Next next) -> Task<> {
+      res.add_header("X-Outer", "before");
+      co_await next();
+      res.add_header("X-Outer-After", std::to_string(res.status()));
+    });
+    server.use([](Request& req, Response& res, Next next) -> Task<> {
+      if (req.header("authorization") != "secret") {
+        res.set_status(401);
+        co_return;  // answered here: the handler never runs
+      }
+      co_await next();
+    });
+    server.use(access_log());
+  });
+  std::string pending;
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  auto denied = ask(fd->get(), kGet, pending);
+  EXPECT_EQ(denied.status, 401);
+  EXPECT_EQ(denied.header("x-outer"), "before");
+  EXPECT_EQ(denied.header("x-outer-after"), "401");
+  auto allowed =
+      ask(fd->get(), "GET /hello HTTP/1.1\r\nHost: a\r\nAuthorization: secret\r\n\r\n", pending);
+  EXPECT_EQ(allowed.status, 200);
+  EXPECT_EQ(allowed.body, "Hello, World!");
+  EXPECT_EQ(allowed.header("x-outer-after"), "200");
+  auto missing =
+      ask(fd->get(), "GET /x HTTP/1.1\r\nHost: a\r\nAuthorization: secret\r\n\r\n", pending);
+  EXPECT_EQ(missing.status, 404);  // middleware sees unrouted requests too
+  EXPECT_EQ(missing.header("x-outer-after"), "404");
+}
+
+TEST(HttpServer, KeepsAliveOrClosesAsTheRequestSays) {
+  TestServer s(hello_routes);
+  std::string pending;
+  {  // HTTP/1.0 without keep-alive: answered, then closed.
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    auto reply = ask(fd->get(), "GET /hello HTTP/1.0\r\n\r\n", pending);
+    EXPECT_EQ(reply.header("connection"), "close");
+    EXPECT_TRUE(closed_by_server(fd->get()));
+  }
+  {  // HTTP/1.0 with keep-alive: stays open, and says so.
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    pending.clear();
+    auto reply = ask(fd->get(), "GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", pending);
+    EXPECT_EQ(reply.header("connection"), "keep-alive");
+    EXPECT_EQ(
+        ask(fd->get(), "GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", pending).status,
+        200);
+  }
+  {  // "close" anywhere in a Connection list ends it.
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    pending.clear();
+    auto reply = ask(
+        fd->get(),
+        "GET /hello HTTP/1.1\r\nHost: a\r\nConnection: x\r\nConnection: y, close\r\n\r\n", pending);
+    EXPECT_EQ(reply.header("connection"), "close");
+    EXPECT_TRUE(closed_by_server(fd->get()));
+  }
+}
+
+TEST(HttpServer, AnswersPipelinedRequestsInOrder) {
+  TestServer s(hello_routes);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  std::string batch;
+  for (int i = 0; i < 100; ++i)
+    batch += "GET /users/" + std::to_string(i) + " HTTP/1.1\r\nHost: a\r\n\r\n";
+  ASSERT_TRUE(send_text(fd->get(), batch));
+  std::string pending;
+  for (int i = 0; i < 100; ++i) {
+    auto reply = read_response(fd->get(), pending, 5000);
+    ASSERT_TRUE(reply) << i;
+    EXPECT_EQ(reply->body, "user " + std::to_string(i));
+  }
+}
+
+// The same pipelined bytes, split into two sends at every offset: the same answers.
+TEST(HttpServer, GivesIdenticalAnswersWhereverPipelinedRequestsAreSplit) {
+  TestServer s(hello_routes);
+  const std::string batch =
+      "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"
+      "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Type: text/x\r\nContent-Length: 5\r\n\r\nhello"
+      "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"
+      "GET /users/7 HTTP/1.1\r\nHost: a\r\n\r\n";
+  auto answers = [&](size_t split) {
+    std::string all;
+    auto fd = connect_loopback(s.port());
+    EXPECT_TRUE(fd);
+    if (!fd) return all;
+    EXPECT_TRUE(send_text(fd->get(), std::string_view(batch).substr(0, split)));
+    if (split < batch.size()) {
+      std::this_thread::sleep_for(1ms);  // two reads on the server, most of the time
+      EXPECT_TRUE(send_text(fd->get(), std::string_view(batch).substr(split)));
+    }
+    std::string pending;
+    for (int i = 0; i < 4; ++i) {
+      auto reply = read_response(fd->get(), pending, 5000);
+      EXPECT_TRUE(reply) << "split " << split << " answer " << i;
+      if (reply) all += reply->without_date() + "\n--\n";
+    }
+    return all;
+  };
+  const std::string whole = answers(batch.size());
+  EXPECT_NE(whole.find("hello"), std::string::npos);
+  for (size_t split = 1; split < batch.size(); ++split) {
+    ASSERT_EQ(answers(split), whole) << "split at " << split;
+  }
+}
+
+TEST(HttpServer, ReadsContentLengthAndChunkedBodies) {
+  TestServer s(hello_routes);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  std::string pending;
+  auto plain =
+      ask(fd->get(),
+          "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Type: a/b\r\nContent-Length: 3\r\n\r\nabc",
+          pending);
+  EXPECT_EQ(plain.body, "abc");
+  EXPECT_EQ(plain.header("content-type"), "a/b");
+  auto chunked = ask(fd->get(),
+                     "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "4;ext=1\r\nWiki\r\n5\r\npedia\r\n0\r\nTrailer: x\r\n\r\n",
+                     pending);
+  EXPECT_EQ(chunked.body, "Wikipedia");
+  // A body larger than a receive buffer, sent in pieces.
+  const std::string big(300000, 'z');
+  ASSERT_TRUE(send_text(fd->get(), "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: " +
+                                       std::to_string(big.size()) + "\r\n\r\n"));
+  ASSERT_TRUE(send_text(fd->get(), big));
+  auto reply = read_response(fd->get(), pending, 10000);
+  ASSERT_TRUE(reply) << reply.error().message();
+  EXPECT_EQ(reply->body.size(), big.size());
+  EXPECT_EQ(reply->body, big);
+}
+
+TEST(HttpServer, SendsContinueBeforeReadingAnExpectedBody) {
+  TestServer s(hello_routes);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  ASSERT_TRUE(send_text(
+      fd->get(),
+      "POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"));
+  std::string pending;
+  auto interim = read_response(fd->get(), pending, 5000);
+  ASSERT_TRUE(interim);
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(send_text(fd->get(), "body"));
+  auto final = read_response(fd->get(), pending, 5000);
+  ASSERT_TRUE(final);
+  EXPECT_EQ(final->status, 200);
+  EXPECT_EQ(final->body, "body");
+  // Too large: 413 at once, without 100, and the connection closes.
+  auto big = connect_loopback(s.port());
+  ASSERT_TRUE(big);
+  pending.clear();
+  auto refused = ask(
+      big->get(),
+      "POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 99999999\r\n\r\n",
+      pending);
+  EXPECT_EQ(refused.status, 413);
+  EXPECT_EQ(refused.header("connection"), "close");
+  EXPECT_TRUE(closed_by_server(big->get()));
+}
+
+TEST(HttpServer, RefusesMalformedRequestsWith400AndCloses) {
+  TestServer s(hello_routes);
+  for (const std::string request :
+       {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "GET / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET /a\x01 HTTP/1.1\r\nHost: a\r\n\r\n"}) {
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    std::string pending;
+    auto reply = ask(fd->get(), request, pending);
+    EXPECT_EQ(reply.status, 400) << request;
+    EXPECT_EQ(reply.header("connection"), "close");
+    EXPECT_TRUE(closed_by_server(fd->get()));
+  }
+}
+
+TEST(HttpServer, AnswersValidRequestsBeforeARefusedOne) {
+  HttpOptions http;
+  http.max_request_line_bytes = 256;
+  TestServer s(hello_routes, http);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  const std::string batch = std::string(kGet) + std::string(kGet) + "GET /" +
+                            std::string(400, 'a') + " HTTP/1.1\r\nHost: a\r\n\r\n" +
+                            std::string(kGet);
+  ASSERT_TRUE(send_text(fd->get(), batch));
+  std::string pending;
+  for (int expected : {200, 200, 414}) {
+    auto reply = read_response(fd->get(), pending, 5000);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, expected);
+  }
+  EXPECT_TRUE(closed_by_server(fd->get()));
+}
+
+TEST(HttpServer, StreamsChunkedOrWithALengthOrUntilClose) {
+  TestServer s([](HttpServer& server) {
+    server.router().get("/stream", [](Request&, Response& res) -> Task<> {
+      res.set_content_type("text/plain");
+      for (int i = 0; i < 5; ++i) {
+        if (!co_await res.write("part " + std::to_string(i) + "\n")) co_return;
+      }
+    });
+    server.router().get("/sized", [](Request&, Response& res) -> Task<> {
+      res.set_content_length(10);
+      if (!co_await res.write("01234")) co_return;
+      if (!co_await res.write("56789")) co_return;
+      auto extra = co_await res.write("!");
+      res.add_header("X-Ignored", "late");  // the head is gone: no effect on the wire
+      if (extra) throw std::logic_error("wrote past Content-Length");
+    });
+  });
+  std::string expected;
+  for (int i = 0; i < 5; ++i) expected += "part " + std::to_string(i) + "\n";
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  std::string pending;
+  auto chunked = ask(fd->get(), "GET /stream HTTP/1.1\r\nHost: a\r\n\r\n", pending);
+  EXPECT_TRUE(chunked.chunked);
+  EXPECT_EQ(chunked.body, expected);
+  auto sized = ask(fd->get(), "GET /sized HTTP/1.1\r\nHost: a\r\n\r\n", pending);
+  EXPECT_EQ(sized.header("content-length"), "10");
+  EXPECT_EQ(sized.body, "0123456789");
+  auto head = ask(fd->get(), "HEAD /stream HTTP/1.1\r\nHost: a\r\n\r\n", pending, true);
+  EXPECT_EQ(head.header("transfer-encoding"), "chunked");
+  EXPECT_EQ(ask(fd->get(), "GET /sized HTTP/1.1\r\nHost: a\r\n\r\n", pending).body, "0123456789");
+  // HTTP/1.0 has no chunked coding: the body ends with the connection.
+  auto old = connect_loopback(s.port());
+  ASSERT_TRUE(old);
+  pending.clear();
+  auto until_close = ask(old->get(), "GET /stream HTTP/1.0\r\n\r\n", pending);
+  EXPECT_TRUE(until_close.until_close);
+  EXPECT_EQ(until_close.body, expected);
+}
+
+// A stream to a client that does not read waits at the output queue's bound instead of
+// buffering: the handler is held back until the client reads, and then everything arrives.
+TEST(HttpServer, HoldsAStreamBackWhileTheClientDoesNotRead) {
+  constexpr size_t kChunk = 16 * 1024;
+  constexpr size_t kChunks = 1024;  // 16 MiB in all
+  constexpr uint64_t kQueue = 64 * 1024;
+  std::atomic<size_t> written{0};
+  TestServer s(
+      [&written](HttpServer& server) {
+        server.router().get("/big", [&written](Request&, Response& res) -> Task<> {
+          const std::string chunk(kChunk, 'x');
+          for (size_t i = 0; i < kChunks; ++i) {
+            if (!co_await res.write(chunk)) co_return;
+            written.fetch_add(kChunk);
+          }
+        });
+      },
+      HttpOptions{}, kQueue);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  test::set_receive_buffer(fd->get(), 16 * 1024);
+  ASSERT_TRUE(send_text(fd->get(), "GET /big HTTP/1.1\r\nHost: a\r\n\r\n"));
+  // Wait until the handler stops advancing (socket buffers and the queue are full).
+  size_t last = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(20ms);
+    const size_t now = written.load();
+    if (now == last && now > 0) break;
+    last = now;
+  }
+  const size_t stalled = written.load();
+  EXPECT_LT(stalled, 8u * 1024 * 1024) << "the stream ran ahead of the client";
+  std::string pending;
+  auto reply = read_response(fd->get(), pending, 30000);
+  ASSERT_TRUE(reply) << reply.error().message();
+  EXPECT_EQ(reply->body.size(), kChunk * kChunks);
+  EXPECT_EQ(written.load(), kChunk * kChunks);
+}
+
+TEST(HttpServer, ClosesAConnectionWhoseClientStopsReading) {
+  HttpOptions http;
+  http.send_timeout_ms = 300;
+  std::atomic<bool> failed{false};
+  std::atomic<bool> finished{false};
+  TestServer s(
+      [&](HttpServer& server) {
+        server.router().get("/flood", [&](Request&, Response& res) -> Task<> {
+          const std::string chunk(64 * 1024, 'x');
+          for (int i = 0; i < 100000; ++i) {
+            if (!co_await res.write(chunk)) {
+              failed = true;
+              break;
+            }
+          }
+          finished = true;
+        });
+      },
+      http, 256 * 1024);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  test::set_receive_buffer(fd->get(), 16 * 1024);
+  ASSERT_TRUE(send_text(fd->get(), "GET /flood HTTP/1.1\r\nHost: a\r\n\r\n"));
+  for (int i = 0; i < 500 && !finished; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(finished) << "the stalled stream was never ended";
+  EXPECT_TRUE(failed);
+  EXPECT_TRUE(closed_by_server(fd->get(), 10000));
+}
+
+TEST(HttpServer, SendsFilesInBoundedPieces) {
+  const std::string path = testing::TempDir() + "ucp_http_file_" + std::to_string(::getpid());
+  std::string content(3 * 1024 * 1024 + 17, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>('a' + i % 23);
+  std::ofstream(path, std::ios::binary) << content;
+  TestServer s([&path](HttpServer& server) {
+    server.router().get("/file/{from}/{length}", [&path](Request& req, Response& res) -> Task<> {
+      UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+      res.set_file(std::move(fd), std::stoull(std::string(req.param("from"))),
+                   std::stoull(std::string(req.param("length"))));
+      co_return;
+    });
+  });
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  std::string pending;
+  auto whole = ask(fd->get(),
+                   "GET /file/0/" + std::to_string(content.size()) + " HTTP/1.1\r\nHost: a\r\n\r\n",
+                   pending);
+  EXPECT_EQ(whole.body.size(), content.size());
+  EXPECT_TRUE(whole.body == content);
+  auto small = ask(fd->get(), "GET /file/5/100 HTTP/1.1\r\nHost: a\r\n\r\n", pending);
+  EXPECT_EQ(small.body, content.substr(5, 100));
+  // A file shorter than announced: the connection closes instead of hanging.
+  auto cut =
+      ask(fd->get(),
+          "GET /file/" + std::to_string(content.size() - 10) + "/100 HTTP/1.1\r\nHost: a\r\n\r\n",
+          pending, true);
+  EXPECT_EQ(cut.header("content-length"), "100");
+  EXPECT_TRUE(closed_by_server(fd->get()));
+  std::filesystem::remove(path);
+}
+
+TEST(HttpServer, TimesOutSlowHeadsAndIdleConnections) {
+  HttpOptions http;
+  http.header_timeout_ms = 300;
+  http.keepalive_timeout_ms = 300;
+  TestServer s(hello_routes, http);
+  {  // A head that never ends: 408, then the close, however the bytes trickle in.
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    ASSERT_TRUE(send_text(fd->get(), "GET /hello HTTP/1.1\r\nHost: a\r\n"));
+    std::string pending;
+    for (int i = 0; i < 3; ++i) {
+      std::this_thread::sleep_for(50ms);
+      (void)send_text(fd->get(), "X-Slow: 1\r\n");
+    }
+    auto reply = read_response(fd->get(), pending, 5000);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 408);
+    EXPECT_TRUE(closed_by_server(fd->get()));
+  }
+  {  // Idle after a request: closed without a word.
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    std::string pending;
+    EXPECT_EQ(ask(fd->get(), kGet, pending).status, 200);
+    auto rest = test::drain_until_closed(fd->get(), 5000);
+    ASSERT_TRUE(rest);
+    EXPECT_EQ(*rest, 0u);
+  }
+  {  // A connection that never sends a byte.
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    auto rest = test::drain_until_closed(fd->get(), 5000);
+    ASSERT_TRUE(rest);
+    EXPECT_EQ(*rest, 0u);
+  }
+}
+
+// After refusing a request whose body is still coming, the server reads and drops the rest
+// before closing, so the client gets the answer rather than a reset.
+TEST(HttpServer, LingersAfterAnErrorSoTheClientReadsIt) {
+  HttpOptions http;
+  http.max_body_bytes = 1024;
+  TestServer s(hello_routes, http);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  const std::string body(2 * 1024 * 1024, 'b');
+  ASSERT_TRUE(send_text(fd->get(), "POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: " +
+                                       std::to_string(body.size()) + "\r\n\r\n"));
+  // Keep sending the body while the server has already answered.
+  (void)send_text(fd->get(), body, 5000);
+  std::string pending;
+  auto reply = read_response(fd->get(), pending, 5000);
+  ASSERT_TRUE(reply) << reply.error().message();
+  EXPECT_EQ(reply->status, 413);
+  EXPECT_TRUE(closed_by_server(fd->get()));
+}
+
+TEST(HttpServer, CountsPerWorker) {
+  TestServer s(hello_routes);
+  const std::string requests[] = {std::string(kGet), "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n",
+                                  "GET /throw HTTP/1.1\r\nHost: a\r\n\r\n"};
+  {
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    std::string pending;
+    for (const auto& request : requests) ask(fd->get(), request, pending);
+  }
+  std::vector<WorkerStats> stats;
+  for (int i = 0; i < 200; ++i) {  // the close is counted on the worker, a moment later
+    stats = s.server().stats();
+    if (stats.size() == 1 && stats[0].connections_open == 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].connections_accepted, 1u);
+  EXPECT_EQ(stats[0].connections_open, 0u);
+  EXPECT_EQ(stats[0].responses[0], 1u);
+  EXPECT_EQ(stats[0].responses[2], 1u);
+  EXPECT_EQ(stats[0].responses[3], 1u);
+  EXPECT_EQ(stats[0].bytes_received, requests[0].size() + requests[1].size() + requests[2].size());
+  EXPECT_GT(stats[0].bytes_sent, 0u);
+}
+
+TEST(HttpServer, StopsWithIdleKeepAliveConnectionsOpen) {
+  auto s = std::make_unique<TestServer>(hello_routes);
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < 20; ++i) {
+    auto fd = connect_loopback(s->port());
+    ASSERT_TRUE(fd);
+    std::string pending;
+    ask(fd->get(), kGet, pending);
+    idle.push_back(std::move(*fd));
+  }
+  s.reset();  // stop() and join: the idle connections do not wait for keepalive_timeout_ms
+  for (auto& fd : idle) EXPECT_TRUE(closed_by_server(fd.get(), 1000));
+}
+
+}  // namespace
+}  // namespace ucp::http

@@ -1,0 +1,193 @@
+#pragma once
+// The inside of HttpServer: state shared by all connections (ServerCore), the per-worker
+// counters, and one connection's state (Connection) with its pooled request/response state
+// (Session). Private to src/http.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "ucp/http/HttpServer.h"
+#include "ucp/io/Timer.h"
+#include "ucp/memory/MemoryPool.h"
+#include "ucp/net/TcpConnection.h"
+
+#include "RequestParser.h"
+#include "ResponseEncoder.h"
+
+namespace ucp::http {
+
+/// A one-shot timer for a connection, on the loop's timer heap. Fires on the loop thread after
+/// the completions of an iteration: the callback must not resume coroutines inline
+/// (TcpConnection::stop_reading schedules, which is fine).
+class Timer {
+ public:
+  using OnFire = void (*)(void* owner) noexcept;
+  Timer(EventLoop& loop, void* owner, OnFire on_fire) noexcept : loop_(loop) {
+    node_.owner = owner;
+    node_.on_fire = on_fire;
+    node_.set_callback(&fire);
+  }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+  ~Timer() { cancel(); }
+
+  /// (Re)starts the timer: it fires `ms` from now. 0: never.
+  void start(uint32_t ms) noexcept {
+    if (ms == 0) {
+      cancel();
+    } else {
+      loop_.add_timer(node_, loop_.now() + std::chrono::milliseconds(ms));
+    }
+  }
+  void cancel() noexcept { loop_.cancel_timer(node_); }
+  bool armed() const noexcept { return node_.armed(); }
+
+ private:
+  struct Node : io::TimerNode {
+    void* owner = nullptr;
+    OnFire on_fire = nullptr;
+  };
+  static void fire(io::TimerNode& node) noexcept {
+    auto& n = static_cast<Node&>(node);
+    n.on_fire(n.owner);
+  }
+  EventLoop& loop_;
+  Node node_;
+};
+
+/// One worker's counters. Only that worker's thread writes them (a plain load and store,
+/// no locked instruction); /metrics reads them from any thread.
+struct alignas(64) WorkerSlot {
+  std::atomic<const EventLoop*> loop{nullptr};
+  std::atomic<uint64_t> connections_open{0};
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> responses[4] = {};
+  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> bytes_sent{0};
+
+  static void add(std::atomic<uint64_t>& counter, uint64_t n) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  static void subtract(std::atomic<uint64_t>& counter, uint64_t n) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+  }
+  void count_response(int status) noexcept {
+    if (status >= 200 && status < 600) add(responses[status / 100 - 2], 1);
+  }
+};
+
+struct ServerCore {
+  ServerCore(const HttpOptions& http_options, size_t workers);
+
+  /// The connection coroutine (TcpServer's handler).
+  Task<> serve(TcpConnection& connection);
+  /// The calling loop's counters (claimed on first use).
+  WorkerSlot* slot_for(const EventLoop& loop) noexcept;
+
+  HttpOptions options;
+  ParserLimits limits;
+  Router router;
+  std::vector<Middleware> middleware;
+  std::unique_ptr<WorkerSlot[]> slots;
+  size_t slot_count;
+};
+
+/// What a connection holds while it handles requests: taken from the loop's pool when the
+/// first byte of a request arrives, given back when the connection is idle again, so an
+/// idle keep-alive connection holds none of it.
+struct Session {
+  explicit Session(const ParserLimits& limits) noexcept : parser(limits) {}
+  RequestParser parser;
+  Response response;
+  OutBuffer out;
+
+  /// From the calling thread's cache of idle sessions (a reset instead of a construction),
+  /// else a new one from the pool.
+  static Session* acquire(const ParserLimits& limits);
+  /// Back to the cache when it can serve another connection, else destroyed.
+  static void release(Session* session) noexcept;
+};
+static_assert(sizeof(Session) <= MemoryPool::kMaxBlockSize, "Session must fit a pool block");
+
+/// Owns a Session between acquire and release.
+struct SessionRelease {
+  void operator()(Session* session) const noexcept { Session::release(session); }
+};
+using SessionPtr = std::unique_ptr<Session, SessionRelease>;
+
+/// One connection's HTTP state. Lives in the connection coroutine's frame.
+class Connection {
+ public:
+  enum class Outcome : uint8_t { kKeepGoing, kClose, kLinger };
+
+  Connection(ServerCore& core, TcpConnection& tcp) noexcept;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection();
+
+  /// Before each receive(): the deadline for what the connection is waiting for.
+  void arm_read_timer() noexcept;
+  void cancel_read_timer() noexcept { read_timer_.cancel(); }
+  /// Handles the requests in `data`: every complete one is answered, in order.
+  Task<Outcome> process(io::BufferLease data);
+  /// receive() failed: a timeout in the middle of a request is answered with 408.
+  Task<> read_failed(std::error_code error);
+  /// After an error response: send FIN, then read and drop what the client still sends
+  /// (bounded by linger_timeout_ms) so that closing does not reset the response away.
+  Task<> linger();
+
+  /// Queues a copy of `bytes` (waiting while the output queue is full), or with
+  /// `wait_for_kernel` sends them from the caller's memory and waits until all are taken.
+  /// http.send_timeout_ms bounds the wait: it is the connection's write deadline, so a peer
+  /// that takes nothing that long fails every write (and read) with timed_out.
+  TcpConnection::WriteAwaiter send(std::string_view bytes, bool wait_for_kernel = false) noexcept {
+    const auto data = std::as_bytes(std::span(bytes.data(), bytes.size()));
+    if (wait_for_kernel) return tcp_.write_all(data);
+    return tcp_.write(data);
+  }
+  /// FILE SENDER: the one function that moves file bytes to the socket (bounded reads
+  /// through the ring, then sends). A splice/sendfile operation on the ring replaces its
+  /// body, nothing else.
+  Task<Result<void>> send_file(int fd, uint64_t offset, uint64_t length);
+
+  // For Response::write (streams).
+  Session& session() noexcept { return *session_; }
+  /// Encodes a stream's head into the session's out buffer.
+  void start_stream(Response& response) noexcept;
+  bool head_only() const noexcept { return head_only_; }
+  Framing framing() const noexcept { return framing_; }
+
+ private:
+  static void on_read_timer(void* self) noexcept;
+  /// Answers the request the parser completed; false: close after it.
+  Task<bool> respond();
+  /// Encodes the head of a finished (non-stream) response; decides keep-alive.
+  void prepare_head(Request& request, Response& response) noexcept;
+  /// A response the server makes itself (errors, 100 Continue excepted): closes after it.
+  Task<> send_error(int status, std::string_view reason);
+  void account() noexcept;
+
+  ServerCore& core_;
+  TcpConnection& tcp_;
+  WorkerSlot* slot_;
+  SessionPtr session_;
+  Timer read_timer_;
+  Clock::time_point request_started_{};  // when the unfinished request's first byte came
+  uint64_t counted_read_ = 0;
+  uint64_t counted_written_ = 0;
+  uint32_t served_ = 0;
+  enum class Waiting : uint8_t { kFirst, kIdle, kHead, kBody, kLinger };
+  Waiting waiting_ = Waiting::kFirst;
+  bool read_timed_out_ = false;
+  // The response being sent.
+  Framing framing_ = Framing::kNone;
+  bool head_only_ = false;
+  bool keep_alive_ = true;
+};
+
+}  // namespace ucp::http

@@ -1,0 +1,71 @@
+#include "ucp/http/Url.h"
+
+#include <vector>
+
+namespace ucp::http {
+namespace {
+
+int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+bool percent_decode(std::string_view text, std::string& out) {
+  out.clear();
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (i + 2 >= text.size()) return false;
+    const int high = hex_value(text[i + 1]);
+    const int low = hex_value(text[i + 2]);
+    if (high < 0 || low < 0) return false;
+    const char c = static_cast<char>(high * 16 + low);
+    if (c == '\0') return false;
+    out.push_back(c);
+    i += 2;
+  }
+  return true;
+}
+
+bool normalize_path(std::string_view path, std::string& out) {
+  out.clear();
+  if (path.empty() || path.front() != '/') return false;
+  std::vector<std::string_view> segments;
+  bool trailing_slash = false;
+  size_t start = 1;
+  while (start <= path.size()) {
+    const size_t slash = path.find('/', start);
+    const std::string_view segment = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const bool last = slash == std::string_view::npos;
+    if (segment == "..") {
+      if (segments.empty()) return false;
+      segments.pop_back();
+      trailing_slash = true;  // "/a/b/.." names the directory "/a/"
+    } else if (segment == ".") {
+      trailing_slash = true;
+    } else if (segment.empty()) {
+      trailing_slash = last || trailing_slash;
+    } else {
+      segments.push_back(segment);
+      trailing_slash = false;
+    }
+    if (last) break;
+    start = slash + 1;
+  }
+  out.push_back('/');
+  for (size_t i = 0; i < segments.size(); ++i) {
+    out.append(segments[i]);
+    if (i + 1 < segments.size() || trailing_slash) out.push_back('/');
+  }
+  return true;
+}
+
+}  // namespace ucp::http

@@ -1,0 +1,464 @@
+// Every operation of io/Operation.h over real fds, on both backends: each test runs on
+// io_uring and on epoll and expects the same results (the Operations suite is parameterized by
+// the backend). Loopback sockets, socketpairs, pipes and a temporary file; every wait bounded.
+
+#include "ucp/io/Operations.h"
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ucp/io/MultishotAccept.h"
+#include "ucp/io/MultishotRecv.h"
+#include "ucp/io/RingMessage.h"
+
+#include "Backends.h"
+#include "io/ReceiveBuffers.h"
+
+namespace ucp {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Operations : public ::testing::TestWithParam<BackendKind> {
+ protected:
+  void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam()); }
+
+  std::unique_ptr<EventLoop> make_loop(LoopOptions options = {}) {
+    options.backend = GetParam();
+    auto loop = EventLoop::create(options);
+    if (!loop) {
+      ADD_FAILURE() << EventLoop::describe_setup_error(loop.error(), options);
+      return nullptr;
+    }
+    EXPECT_EQ((*loop)->backend_kind(), GetParam());
+    return std::move(*loop);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, Operations, test::kAllBackends, test::backend_name);
+
+// Runs `body` as a spawned task and stops the loop when it finishes.
+void run_task(EventLoop& loop, Task<> body) {
+  loop.spawn([](EventLoop& l, Task<> inner) -> Task<> {
+    co_await std::move(inner);
+    l.stop();
+  }(loop, std::move(body)));
+  loop.run();
+}
+
+// Any operation descriptor, awaited as it is filled in.
+class RawOp : public io::OperationAwaiter {
+ public:
+  explicit RawOp(EventLoop& loop) noexcept : OperationAwaiter(loop) {}
+  io::Operation& op() noexcept { return op_; }
+  int32_t await_resume() const noexcept { return op_.result; }
+};
+
+struct StreamWait {
+  io::MultishotRecv& stream;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> caller) noexcept { return stream.wait(caller); }
+  void await_resume() const noexcept {}
+};
+
+struct SocketPair {
+  UniqueFd a, b;
+  SocketPair() {
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    a = UniqueFd(fds[0]);
+    b = UniqueFd(fds[1]);
+  }
+};
+
+std::span<const std::byte> bytes_of(std::string_view s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+std::string text_of(std::span<const std::byte> bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+sockaddr_in loopback(uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+uint16_t local_port(int fd) {
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  return ntohs(address.sin_port);
+}
+
+// A blocking socket of `type` bound to 127.0.0.1 on a free port (listening, for TCP).
+UniqueFd bound_socket(int type, uint16_t& port) {
+  UniqueFd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+  sockaddr_in address = loopback(0);
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  if (type == SOCK_STREAM) {
+    EXPECT_EQ(::listen(fd.get(), 64), 0);
+  }
+  port = local_port(fd.get());
+  return fd;
+}
+
+Task<> wait_until(EventLoop& loop, const bool& done) {
+  for (int i = 0; i < 2000 && !done; ++i) co_await io::sleep_for(loop, 1ms);
+}
+
+TEST_P(Operations, AcceptAndConnectPairBlockingSockets) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  uint16_t port = 0;
+  UniqueFd listener = bound_socket(SOCK_STREAM, port);
+  UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));  // blocking, as users make
+  Result<io::Accepted> accepted = Unexpected{std::errc::io_error};
+  Result<void> connected = Unexpected{std::errc::io_error};
+  std::string echoed;
+  run_task(
+      *loop,
+      [](EventLoop& l, int listen_fd, int client_fd, Result<io::Accepted>& a, Result<void>& c,
+         std::string& out) -> Task<> {
+        bool accept_done = false;
+        l.spawn([](EventLoop& inner, int fd, Result<io::Accepted>& result, bool& done) -> Task<> {
+          result = co_await io::accept(inner, fd);
+          done = true;
+        }(l, listen_fd, a, accept_done));
+        sockaddr_in address = loopback(local_port(listen_fd));
+        c = co_await io::connect(l, client_fd, reinterpret_cast<sockaddr*>(&address),
+                                 sizeof address);
+        co_await wait_until(l, accept_done);
+        if (!a || !c) co_return;
+        auto sent = co_await io::send(l, a->fd.get(), bytes_of("accepted"));
+        EXPECT_TRUE(sent);
+        std::array<std::byte, 32> buffer;
+        auto n = co_await io::recv(l, client_fd, buffer, 5000);
+        if (n) out = text_of(std::span(buffer.data(), *n));
+      }(*loop, listener.get(), client.get(), accepted, connected, echoed));
+  ASSERT_TRUE(connected) << connected.error().message();
+  ASSERT_TRUE(accepted) << accepted.error().message();
+  EXPECT_EQ(reinterpret_cast<const sockaddr_in&>(accepted->peer).sin_port,
+            htons(local_port(client.get())));
+  EXPECT_EQ(echoed, "accepted");
+  EXPECT_EQ(loop->in_flight(), 0u);
+}
+
+TEST_P(Operations, ConnectToAPortNobodyListensOnIsRefused) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  uint16_t port = 0;
+  UniqueFd taken(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));  // bound, never listening
+  sockaddr_in address = loopback(0);
+  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  port = local_port(taken.get());
+  UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Result<void> connected;
+  run_task(*loop, [](EventLoop& l, int fd, uint16_t p, Result<void>& out) -> Task<> {
+    sockaddr_in target = loopback(p);
+    out = co_await io::connect(l, fd, reinterpret_cast<sockaddr*>(&target), sizeof target);
+  }(*loop, client.get(), port, connected));
+  ASSERT_FALSE(connected);
+  EXPECT_EQ(connected.error(), std::errc::connection_refused);
+}
+
+TEST_P(Operations, MultishotAcceptTakesEveryConnectionUntilCancelled) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  ASSERT_TRUE(loop->capabilities().multishot_accept);
+  uint16_t port = 0;
+  UniqueFd listener = bound_socket(SOCK_STREAM, port);
+  loop->attach(listener.get());  // as TcpServer does
+  std::vector<UniqueFd> accepted;
+  io::MultishotAccept acceptor(*loop, listener.get(), &accepted, [](void* owner, int fd) noexcept {
+    static_cast<std::vector<UniqueFd>*>(owner)->emplace_back(fd);
+  });
+  Result<void> ended;
+  constexpr size_t kClients = 5;
+  std::vector<UniqueFd> clients;
+  run_task(
+      *loop,
+      [](EventLoop& l, io::MultishotAccept& a, std::vector<UniqueFd>& got,
+         std::vector<UniqueFd>& mine, uint16_t p, Result<void>& end) -> Task<> {
+        bool finished = false;
+        l.spawn([](io::MultishotAccept& multishot, Result<void>& result, bool& done) -> Task<> {
+          result = co_await multishot;
+          done = true;
+        }(a, end, finished));
+        for (size_t i = 0; i < kClients; ++i) {
+          mine.emplace_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+          sockaddr_in target = loopback(p);
+          auto c = co_await io::connect(l, mine.back().get(), reinterpret_cast<sockaddr*>(&target),
+                                        sizeof target);
+          EXPECT_TRUE(c);
+        }
+        for (int i = 0; i < 2000 && got.size() < kClients; ++i) co_await io::sleep_for(l, 1ms);
+        a.cancel();
+        co_await wait_until(l, finished);
+      }(*loop, acceptor, accepted, clients, port, ended));
+  EXPECT_EQ(accepted.size(), kClients);
+  ASSERT_FALSE(ended);
+  EXPECT_EQ(ended.error(), std::errc::operation_canceled);
+  loop->detach(listener.get());
+  EXPECT_EQ(loop->in_flight(), 0u);
+}
+
+// A big pool, and a pool of two buffers that runs dry (the stream then falls back to one
+// receive into a pool block): either way every byte arrives in order, the queue's pauses are
+// invisible, EOF ends it and every buffer comes back.
+TEST_P(Operations, MultishotReceiveDeliversEveryByteInOrderThenEof) {
+  for (uint32_t buffers : {16u, 2u}) {
+    SCOPED_TRACE(std::to_string(buffers) + " receive buffers");
+    LoopOptions options;
+    options.provided_buffers_count = buffers;
+    options.provided_buffer_size = 64;
+    auto loop = make_loop(options);
+    ASSERT_TRUE(loop);
+    ASSERT_TRUE(loop->capabilities().multishot_receive);
+    SocketPair pair;
+    loop->attach(pair.b.get());
+    std::string sent(5000, '\0');
+    for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>('a' + i % 23);
+    std::string received;
+    bool eof = false;
+    {
+      io::MultishotRecv stream(*loop, pair.b.get());
+      run_task(*loop,
+               [](EventLoop& l, int writer, io::MultishotRecv& s, const std::string& data,
+                  std::string& out, bool& at_eof) -> Task<> {
+                 io::SendAllOp send(l, writer, bytes_of(data));
+                 EXPECT_TRUE(co_await send);
+                 ::shutdown(writer, SHUT_WR);
+                 std::array<std::byte, 100> chunk;
+                 for (int rounds = 0; rounds < 10000; ++rounds) {
+                   if (!s.has_data() && !s.at_eof() && s.error() == 0) co_await StreamWait{s};
+                   size_t n = s.copy_out(chunk);
+                   out += text_of(std::span(chunk.data(), n));
+                   if (!s.has_data() && (s.at_eof() || s.error() != 0)) break;
+                 }
+                 at_eof = s.at_eof();
+                 EXPECT_EQ(s.error(), 0);
+                 for (int i = 0; i < 1000 && s.busy(); ++i) co_await io::sleep_for(l, 1ms);
+               }(*loop, pair.a.get(), stream, sent, received, eof));
+      EXPECT_FALSE(stream.busy());
+    }
+    EXPECT_TRUE(eof);
+    EXPECT_EQ(received.size(), sent.size());
+    EXPECT_TRUE(received == sent) << "bytes lost or reordered";
+    EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+    EXPECT_EQ(loop->in_flight(), 0u);
+    loop->detach(pair.b.get());
+  }
+}
+
+TEST_P(Operations, ReadsAndWritesARegularFileAtOffsetsAndAtTheFilePosition) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  char path[] = "/tmp/ucp-file-XXXXXX";
+  UniqueFd file(::mkstemp(path));
+  ASSERT_TRUE(file);
+  ::unlink(path);
+  std::string at_offset, from_position;
+  run_task(*loop, [](EventLoop& l, int fd, std::string& first, std::string& second) -> Task<> {
+    auto written = co_await io::write(l, fd, bytes_of("hello, file"), 0);
+    EXPECT_TRUE(written);
+    if (written) {
+      EXPECT_EQ(*written, 11u);
+    }
+    std::array<std::byte, 64> buffer;
+    auto n = co_await io::read(l, fd, buffer, 7);
+    if (n) first = text_of(std::span(buffer.data(), *n));
+    ::lseek(fd, 0, SEEK_SET);
+    n = co_await io::read(l, fd, buffer);  // at the file position, which moves
+    if (n) second = text_of(std::span(buffer.data(), *n));
+  }(*loop, file.get(), at_offset, from_position));
+  EXPECT_EQ(at_offset, "file");
+  EXPECT_EQ(from_position, "hello, file");
+  EXPECT_EQ(::lseek(file.get(), 0, SEEK_CUR), 11);
+}
+
+TEST_P(Operations, PipeReadWaitsForDataWhileTheLoopRunsTimers) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);  // blocking, as an application makes it
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  std::vector<std::string> order;
+  run_task(*loop, [](EventLoop& l, int in, int out, std::vector<std::string>& o) -> Task<> {
+    bool read_done = false;
+    l.spawn([](EventLoop& inner, int fd, std::vector<std::string>& events, bool& done) -> Task<> {
+      std::array<std::byte, 16> buffer;
+      auto n = co_await io::read(inner, fd, buffer);
+      events.push_back(n ? "read " + text_of(std::span(buffer.data(), *n)) : "read failed");
+      done = true;
+    }(l, in, o, read_done));
+    co_await io::sleep_for(l, 20ms);
+    o.push_back("timer");
+    auto written = co_await io::write(l, out, bytes_of("pipe"));
+    EXPECT_TRUE(written);
+    co_await wait_until(l, read_done);
+  }(*loop, read_end.get(), write_end.get(), order));
+  EXPECT_EQ(order, (std::vector<std::string>{"timer", "read pipe"}));
+}
+
+TEST_P(Operations, CancelEndsAParkedReceiveAndLeavesACompletedOneAlone) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  SocketPair pair;
+  Result<size_t> parked = size_t{0};
+  Result<size_t> completed = Unexpected{std::errc::io_error};
+  run_task(
+      *loop,
+      [](EventLoop& l, int a, int b, Result<size_t>& first, Result<size_t>& second) -> Task<> {
+        io::RecvOp* handle = nullptr;
+        bool done = false;
+        l.spawn([](EventLoop& inner, int fd, io::RecvOp*& h, Result<size_t>& r, bool& d) -> Task<> {
+          std::array<std::byte, 16> buffer;
+          io::RecvOp op = io::recv(inner, fd, buffer);
+          h = &op;
+          r = co_await op;
+          h = nullptr;
+          d = true;
+        }(l, b, handle, first, done));
+        co_await io::sleep_for(l, 5ms);
+        if (handle != nullptr) handle->cancel();
+        co_await wait_until(l, done);
+        // Completed before the cancel: the cancel changes nothing.
+        EXPECT_EQ(::send(a, "z", 1, MSG_NOSIGNAL), 1);
+        std::array<std::byte, 16> buffer;
+        io::RecvOp op = io::recv(l, b, buffer);
+        second = co_await op;
+        op.cancel();
+        co_await io::sleep_for(l, 1ms);
+      }(*loop, pair.a.get(), pair.b.get(), parked, completed));
+  ASSERT_FALSE(parked);
+  EXPECT_EQ(parked.error(), std::errc::operation_canceled);
+  ASSERT_TRUE(completed);
+  EXPECT_EQ(*completed, 1u);
+  EXPECT_EQ(loop->in_flight(), 0u);
+}
+
+TEST_P(Operations, SendToAClosedPeerFailsWithEpipeNeverSigpipe) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  SocketPair pair;
+  pair.b.reset();
+  Result<size_t> sent = size_t{0};
+  run_task(*loop, [](EventLoop& l, int a, Result<size_t>& out) -> Task<> {
+    out = co_await io::send(l, a, bytes_of("nobody there"));
+  }(*loop, pair.a.get(), sent));
+  ASSERT_FALSE(sent);
+  EXPECT_EQ(sent.error(), std::errc::broken_pipe);
+}
+
+TEST_P(Operations, CloseThroughTheLoopReleasesTheFd) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  const int fd = ::eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  Result<void> closed = Unexpected{std::errc::io_error};
+  run_task(*loop, [](EventLoop& l, int f, Result<void>& out) -> Task<> {
+    out = co_await io::close(l, f);
+  }(*loop, fd, closed));
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(::fcntl(fd, F_GETFD), -1);
+  EXPECT_EQ(errno, EBADF);
+}
+
+TEST_P(Operations, DatagramsKeepTheirBoundariesAndTheirSource) {
+  auto loop = make_loop();
+  ASSERT_TRUE(loop);
+  uint16_t receiver_port = 0, sender_port = 0;
+  UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
+  UniqueFd sender = bound_socket(SOCK_DGRAM, sender_port);
+  sockaddr_in target = loopback(receiver_port);
+  ASSERT_EQ(::connect(sender.get(), reinterpret_cast<sockaddr*>(&target), sizeof target), 0);
+  struct Datagram {
+    int32_t size = -1;
+    std::string text;
+    uint16_t from = 0;
+  };
+  std::vector<Datagram> got;
+  run_task(*loop, [](EventLoop& l, int out, int in, std::vector<Datagram>& received) -> Task<> {
+    // One gathering send (sendmsg) of two buffers: one datagram.
+    struct Outcome {
+      int32_t res = 0;
+      bool done = false;
+    } outcome;
+    io::VectoredSend send(l, out, &outcome, [](void* o, int32_t res) noexcept {
+      static_cast<Outcome*>(o)->res = res;
+      static_cast<Outcome*>(o)->done = true;
+    });
+    std::string first = "data", second = "gram";
+    iovec pieces[2] = {{first.data(), first.size()}, {second.data(), second.size()}};
+    EXPECT_TRUE(send.start(pieces));
+    co_await wait_until(l, outcome.done);
+    EXPECT_EQ(outcome.res, 8);
+    EXPECT_EQ(::send(out, "abc", 3, 0), 3);
+    for (int i = 0; i < 2; ++i) {
+      std::array<char, 64> buffer{};
+      sockaddr_in source{};
+      iovec vector{buffer.data(), buffer.size()};
+      msghdr message{};
+      message.msg_name = &source;
+      message.msg_namelen = sizeof source;
+      message.msg_iov = &vector;
+      message.msg_iovlen = 1;
+      RawOp recvmsg(l);
+      recvmsg.op().code = io::OpCode::kRecvMsg;
+      recvmsg.op().fd = in;
+      recvmsg.op().data = &message;
+      Datagram d;
+      d.size = co_await recvmsg;
+      if (d.size > 0) d.text.assign(buffer.data(), static_cast<size_t>(d.size));
+      d.from = ntohs(source.sin_port);
+      received.push_back(d);
+    }
+  }(*loop, sender.get(), receiver.get(), got));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].size, 8);
+  EXPECT_EQ(got[0].text, "datagram");
+  EXPECT_EQ(got[0].from, sender_port);
+  EXPECT_EQ(got[1].text, "abc");
+}
+
+TEST_P(Operations, RingMessagesExistOnlyWhereTheBackendHasThem) {
+  auto sender = make_loop();
+  auto receiver = make_loop();
+  ASSERT_TRUE(sender && receiver);
+  if (GetParam() == BackendKind::kIoUring) {
+    if (!sender->capabilities().ring_messages) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
+    return;  // RingMessages in EventLoop_test covers them
+  }
+  EXPECT_FALSE(sender->capabilities().ring_messages);
+  // The descriptor itself is refused, with nothing in flight.
+  io::Operation op;
+  op.code = io::OpCode::kRingMessage;
+  op.aux = receiver.get();
+  EXPECT_FALSE(sender->submit(op));
+  EXPECT_EQ(op.result, -EOPNOTSUPP);
+  EXPECT_EQ(sender->in_flight(), 0u);
+  Result<void> result;
+  run_task(*sender, [](EventLoop& from, EventLoop& to, Result<void>& out) -> Task<> {
+    out = co_await io::send_message(from, to, 7);
+  }(*sender, *receiver, result));
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error(), std::errc::operation_not_supported);
+}
+
+}  // namespace
+}  // namespace ucp

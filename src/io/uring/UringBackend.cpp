@@ -1,0 +1,256 @@
+#include "UringBackend.h"
+
+#include <cerrno>
+#include <csignal>
+
+#include <sys/socket.h>
+
+#include "ucp/io/EventLoop.h"
+
+namespace ucp::io {
+
+Result<std::unique_ptr<UringBackend>> UringBackend::create(EventLoop& owner,
+                                                           const LoopOptions& options,
+                                                           const EventLoop* share_with,
+                                                           std::string& warnings) {
+  std::unique_ptr<UringBackend> self(new UringBackend(owner));
+  int share_fd = -1;
+  if (share_with != nullptr && share_with->backend_kind() == BackendKind::kIoUring) {
+    share_fd =
+        static_cast<const UringBackend&>(const_cast<EventLoop*>(share_with)->backend()).ring_fd();
+  }
+  auto ring = IoUring::create(options, share_fd, self->stats_, warnings);
+  if (!ring) return Unexpected{ring.error()};
+  self->ring_ = std::move(*ring);
+  self->message_context_.loop = &owner;
+  self->message_context_.on_complete = &on_message;
+  self->ring_->set_message_context(&self->message_context_);
+
+  const UringFeatures& features = self->ring_->features();
+  if (options.provided_buffers_count > 0) {
+    if (!features.multishot_recv) {
+      warnings +=
+          "multishot_recv: the kernel lacks multishot receive (6.0+); using one recv per "
+          "read\n";
+    } else if (auto buffers =
+                   BufferRing::create(*self->ring_->raw(), options.provided_buffers_count,
+                                      options.provided_buffer_size, 0)) {
+      self->buffer_ring_ = std::move(*buffers);
+    } else if (buffers.error() == SetupError::kReceiveBuffers) {
+      return Unexpected{buffers.error()};  // asked-for memory the process cannot have: fatal
+    } else {
+      warnings += "multishot_recv: cannot register a provided buffer ring (" +
+                  buffers.error().message() + "); using one recv per read\n";
+    }
+  }
+  if (options.registered_buffers_count > 0) {
+    auto fixed = self->ring_->register_buffers(options.registered_buffers_count,
+                                               options.registered_buffer_size);
+    if (fixed) {
+      self->fixed_buffers_ = std::move(*fixed);
+      // WRITE_FIXED on a socket has write(2) semantics: no MSG_NOSIGNAL, so a reset peer
+      // would raise SIGPIPE. Ignore it unless the application installed its own handler.
+      struct sigaction current {};
+      if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+        ::signal(SIGPIPE, SIG_IGN);
+      }
+    } else {
+      warnings += describe_registration_error(fixed.error(), options.registered_buffers_count,
+                                              options.registered_buffer_size) +
+                  "\n";
+    }
+  }
+  self->capabilities_.multishot_accept = features.multishot_accept;
+  self->capabilities_.multishot_receive = self->buffer_ring_ != nullptr;
+  self->capabilities_.ring_messages = features.msg_ring;
+  self->capabilities_.registered_buffers = self->fixed_buffers_ != nullptr;
+  return self;
+}
+
+UringBackend::~UringBackend() = default;
+
+std::string UringBackend::describe() const {
+  std::string out = "io_uring: " + ring_->features().describe();
+  out += buffer_ring_ ? " receive_buffers=" + std::to_string(buffer_ring_->count()) + "x" +
+                            std::to_string(buffer_ring_->buffer_size())
+                      : " receive_buffers=off";
+  out += fixed_buffers_ ? " registered_buffers=" + std::to_string(fixed_buffers_->count()) + "x" +
+                              std::to_string(fixed_buffers_->buffer_size())
+                        : " registered_buffers=off";
+  return out;
+}
+
+void UringBackend::prepare(io_uring_sqe* sqe, Operation& op) noexcept {
+  switch (op.code) {
+    case OpCode::kRecv:
+      if (op.buffer_index >= 0) {
+        io_uring_prep_read_fixed(sqe, op.fd, op.data, op.size, 0, op.buffer_index);
+      } else {
+        io_uring_prep_recv(sqe, op.fd, op.data, op.size, 0);
+      }
+      break;
+    case OpCode::kRecvMultishot:
+      io_uring_prep_recv_multishot(sqe, op.fd, nullptr, 0, 0);
+      sqe->flags |= IOSQE_BUFFER_SELECT;
+      sqe->buf_group = buffer_ring_->group_id();
+      break;
+    case OpCode::kSend:
+      // Bytes inside a registered buffer (an echoed receive() lease) go out with WRITE_FIXED,
+      // which has write(2) semantics (create() made SIGPIPE ignored); otherwise MSG_NOSIGNAL:
+      // a reset peer gives EPIPE, never SIGPIPE.
+      if (int index = fixed_buffers_ ? fixed_buffers_->index_of(op.data, op.size) : -1;
+          index >= 0) {
+        io_uring_prep_write_fixed(sqe, op.fd, op.data, op.size, 0, index);
+      } else {
+        io_uring_prep_send(sqe, op.fd, op.data, op.size, MSG_NOSIGNAL);
+      }
+      break;
+    case OpCode::kSendMsg:
+      io_uring_prep_sendmsg(sqe, op.fd, static_cast<const msghdr*>(op.data), MSG_NOSIGNAL);
+      break;
+    case OpCode::kRecvMsg:
+      io_uring_prep_recvmsg(sqe, op.fd, static_cast<msghdr*>(op.data), 0);
+      break;
+    case OpCode::kRead:
+      if (op.buffer_index >= 0) {
+        io_uring_prep_read_fixed(sqe, op.fd, op.data, op.size, op.offset, op.buffer_index);
+      } else {
+        io_uring_prep_read(sqe, op.fd, op.data, op.size, op.offset);
+      }
+      break;
+    case OpCode::kWrite:
+      io_uring_prep_write(sqe, op.fd, op.data, op.size, op.offset);
+      break;
+    case OpCode::kAccept:
+      io_uring_prep_accept(sqe, op.fd, static_cast<sockaddr*>(op.data),
+                           static_cast<socklen_t*>(op.aux), SOCK_CLOEXEC);
+      break;
+    case OpCode::kAcceptMultishot:
+      io_uring_prep_multishot_accept(sqe, op.fd, nullptr, nullptr, SOCK_CLOEXEC);
+      break;
+    case OpCode::kConnect:
+      io_uring_prep_connect(sqe, op.fd, static_cast<const sockaddr*>(op.data), op.size);
+      break;
+    case OpCode::kClose:
+      io_uring_prep_close(sqe, op.fd);
+      break;
+    case OpCode::kCancelFd:
+      io_uring_prep_cancel_fd(sqe, op.fd, IORING_ASYNC_CANCEL_ALL);
+      break;
+    case OpCode::kRingMessage: {
+      // The target's CQE: user_data = its message context, res = the value. No CQE_SKIP: our
+      // own CQE is the only way to learn that the value did not arrive.
+      auto& target = static_cast<UringBackend&>(static_cast<EventLoop*>(op.aux)->backend());
+      io_uring_prep_msg_ring(sqe, target.ring_fd(), op.size,
+                             reinterpret_cast<uint64_t>(&target.message_context_), 0);
+      break;
+    }
+  }
+  io_uring_sqe_set_data(sqe, &op);
+}
+
+bool UringBackend::submit(Operation& op) noexcept {
+  if (op.code == OpCode::kRecvMultishot && buffer_ring_ == nullptr) {
+    op.result = -EOPNOTSUPP;
+    return false;
+  }
+  if (op.code == OpCode::kRingMessage &&
+      (!ring_->features().msg_ring ||
+       static_cast<EventLoop*>(op.aux)->backend_kind() != BackendKind::kIoUring)) {
+    op.result = -EOPNOTSUPP;
+    return false;
+  }
+  if (op.timeout != nullptr && op.timeout->ms > 0) return submit_with_timeout(op);
+  io_uring_sqe* sqe;
+  if (!ring_->acquire(&sqe, 1)) {
+    op.result = -EAGAIN;
+    return false;
+  }
+  prepare(sqe, op);
+  return true;
+}
+
+// An operation with a deadline is two linked SQEs: the operation, then an
+// IORING_OP_LINK_TIMEOUT. Both CQEs arrive, in either order; the operation completes once
+// both are in, so no CQE can reach a dead frame and data that arrives as the timer fires is
+// returned, not lost.
+bool UringBackend::submit_with_timeout(Operation& op) noexcept {
+  LinkedTimeout& t = *op.timeout;
+  // Both SQEs at once: a flush between them would submit the operation without its timer.
+  io_uring_sqe* sqes[2];
+  if (!ring_->acquire(sqes, 2)) {
+    op.result = -EAGAIN;
+    return false;
+  }
+  prepare(sqes[0], op);
+  sqes[0]->flags |= IOSQE_IO_LINK;
+  t.operation_part.operation = &op;
+  t.operation_part.on_complete = &on_linked_part;
+  io_uring_sqe_set_data(sqes[0], &t.operation_part);
+  t.spec = KernelTimespec::from_ms(t.ms);  // read by the kernel at submit time
+  io_uring_prep_link_timeout(sqes[1], reinterpret_cast<__kernel_timespec*>(&t.spec), 0);
+  t.timer_part.operation = &op;
+  t.timer_part.on_complete = &on_linked_part;
+  io_uring_sqe_set_data(sqes[1], &t.timer_part);
+  t.remaining = 2;
+  return true;
+}
+
+std::coroutine_handle<> UringBackend::on_linked_part(IoContext& context, int32_t res,
+                                                     uint32_t) noexcept {
+  auto& part = static_cast<LinkedTimeout::Part&>(context);
+  Operation& op = *part.operation;
+  LinkedTimeout& t = *op.timeout;
+  part.result = res;
+  if (--t.remaining > 0) return {};
+  int32_t combined = t.operation_part.result;
+  // The timer fired and cancelled the operation: a timeout, not a cancel.
+  if (combined == -ECANCELED && t.timer_part.result == -ETIME) combined = -ETIMEDOUT;
+  return op.on_complete(op, combined, 0);
+}
+
+void UringBackend::cancel(Operation& op) noexcept {
+  io_uring_sqe* sqe;
+  if (!ring_->acquire(&sqe, 1)) return;  // out of room: the operation runs its course
+  const IoContext* target = &op;
+  if (op.timeout != nullptr && op.timeout->remaining > 0) target = &op.timeout->operation_part;
+  io_uring_prep_cancel(sqe, const_cast<IoContext*>(target), 0);
+  io_uring_sqe_set_data(sqe, nullptr);  // its own CQE tells nothing the target's will not
+}
+
+void UringBackend::cancel_all() noexcept {
+  io_uring_sqe* sqe;
+  if (!ring_->acquire(&sqe, 1)) return;
+  io_uring_prep_cancel(sqe, nullptr, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data(sqe, nullptr);
+}
+
+void UringBackend::poll(bool block, std::chrono::nanoseconds timeout, ReadyList& ready,
+                        uint32_t limit) {
+  ring_->submit_and_wait(block ? 1 : 0, timeout);
+  ring_->drain([&ready](IoContext* context, int32_t res,
+                        uint32_t flags) { deliver(context, res, flags, ready); },
+               limit);
+}
+
+std::coroutine_handle<> UringBackend::on_message(IoContext& context, int32_t res,
+                                                 uint32_t) noexcept {
+  // IORING_OP_MSG_RING: `res` is the sender's value, not a result of ours.
+  static_cast<MessageContext&>(context).loop->message_arrived(res);
+  return {};
+}
+
+BufferLease UringBackend::borrow_registered_buffer() noexcept {
+  if (!fixed_buffers_) return {};
+  auto index = fixed_buffers_->acquire();
+  if (!index) return {};
+  auto buffer = fixed_buffers_->buffer(*index);
+  return BufferLease::from_registered(owner_, *index, buffer.data(),
+                                      static_cast<uint32_t>(buffer.size()));
+}
+
+void UringBackend::release_registered_buffer(uint16_t index) noexcept {
+  fixed_buffers_->release(index);
+}
+
+}  // namespace ucp::io

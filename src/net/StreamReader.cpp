@@ -1,0 +1,199 @@
+#include "ucp/net/StreamReader.h"
+
+#include <cassert>
+#include <cerrno>
+
+namespace ucp {
+
+/// The one receive of a single-shot read, with its deadline; pooled, so that frames of
+/// readers in multishot mode (the default) do not carry it.
+struct StreamReader::ReadAwaiter::SingleShot {
+  struct Receive : io::Operation {
+    ReadAwaiter* owner = nullptr;
+  };
+  Receive op;
+  io::LinkedTimeout timeout;
+};
+
+StreamReader::StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, void* owner,
+                           void (*on_idle)(void*) noexcept) noexcept
+    : loop_(loop), fd_(fd), timeout_ms_(read_timeout_ms), owner_(owner), on_idle_(on_idle) {
+  if (loop_.capabilities().multishot_receive) {
+    stream_.emplace(loop_, fd_);
+    stream_->set_on_idle(this, &on_stream_idle);
+  }
+  deadline_.reader = this;
+  deadline_.set_callback(&on_deadline);
+}
+
+StreamReader::~StreamReader() { assert(idle()); }
+
+void StreamReader::on_stream_idle(void* self) noexcept {
+  static_cast<StreamReader*>(self)->notify_idle();
+}
+
+void StreamReader::notify_idle() noexcept {
+  if (idle() && on_idle_) on_idle_(owner_);
+}
+
+// ---- ReadAwaiter ----
+
+StreamReader::ReadAwaiter::ReadAwaiter(StreamReader& reader,
+                                       std::span<std::byte> destination) noexcept
+    : reader_(reader), destination_(destination) {}
+
+StreamReader::ReadAwaiter::ReadAwaiter(StreamReader& reader, io::BufferLease* lend_into) noexcept
+    : reader_(reader), lease_(lend_into) {}
+
+StreamReader::ReadAwaiter::~ReadAwaiter() = default;
+
+bool StreamReader::ReadAwaiter::await_ready() const noexcept {
+  if (reader_.state_ != State::kOpen) return true;  // await_resume reports the stop
+  const auto& stream = reader_.stream_;
+  return stream && stream->has_data() && (lease_ != nullptr || !destination_.empty());
+}
+
+bool StreamReader::ReadAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
+  caller_ = caller;
+  StreamReader& r = reader_;
+  if (lease_ == nullptr && destination_.empty()) {  // 0 must mean EOF and nothing else
+    result_ = -EINVAL;
+    return false;
+  }
+  if (!r.stream_) return start_single_shot();
+  if (!r.stream_->wait(caller)) return false;  // news already (EOF, an error)
+  mode_ = Mode::kMultishot;
+  r.waiting_ = this;
+  if (r.timeout_ms_ > 0) {
+    r.loop_.add_timer(r.deadline_, r.loop_.now() + std::chrono::milliseconds(r.timeout_ms_));
+  }
+  return true;
+}
+
+bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
+  StreamReader& r = reader_;
+  std::span<std::byte> into = destination_;
+  int32_t registered_index = -1;
+  if (lease_ != nullptr) {
+    // Borrowed for this read only: a registered buffer when the loop has one free.
+    *lease_ = r.loop_.borrow_receive_buffer();
+    into = lease_->writable();
+    registered_index = lease_->registered_index();
+  }
+  single_shot_ = make_pooled<SingleShot>();
+  auto& op = single_shot_->op;
+  op.owner = this;
+  op.code = io::OpCode::kRecv;
+  op.fd = r.fd_;
+  op.data = into.data();
+  op.size = static_cast<uint32_t>(std::min<size_t>(into.size(), UINT32_MAX));
+  op.buffer_index = registered_index;
+  op.on_complete = &on_single_shot;
+  if (r.timeout_ms_ > 0) {
+    single_shot_->timeout.ms = r.timeout_ms_;
+    op.timeout = &single_shot_->timeout;
+  }
+  if (!r.loop_.submit(op)) {
+    result_ = op.result;
+    single_shot_.reset();
+    return false;
+  }
+  mode_ = Mode::kSingleShot;
+  r.waiting_ = this;
+  r.single_shot_in_flight_ = true;
+  return true;
+}
+
+std::coroutine_handle<> StreamReader::ReadAwaiter::on_single_shot(IoContext& context, int32_t res,
+                                                                  uint32_t) noexcept {
+  ReadAwaiter* self = static_cast<SingleShot::Receive&>(context).owner;
+  StreamReader& r = self->reader_;
+  self->result_ = res;
+  r.single_shot_in_flight_ = false;
+  if (r.waiting_ == self) r.waiting_ = nullptr;
+  r.notify_idle();
+  return self->caller_;
+}
+
+Result<size_t> StreamReader::ReadAwaiter::await_resume() noexcept {
+  StreamReader& r = reader_;
+  Result<size_t> result = Unexpected{r.stop_reason_};
+  if (mode_ == Mode::kSingleShot) {
+    single_shot_.reset();
+    int32_t res = result_;
+    // A stop that cancelled this read reads as its reason (timed_out, operation_canceled).
+    if (res == -ECANCELED && r.state_ != State::kOpen) res = -static_cast<int>(r.stop_reason_);
+    result = bytes_from_cqe(res);
+    if (lease_ != nullptr) {
+      if (result && *result > 0) {
+        lease_->set_size(*result);
+      } else {
+        lease_->reset();
+      }
+    }
+  } else {
+    if (mode_ == Mode::kMultishot) {
+      if (r.waiting_ == this) r.waiting_ = nullptr;
+      r.loop_.cancel_timer(r.deadline_);
+    }
+    auto& stream = r.stream_;
+    if (result_ < 0) {
+      result = bytes_from_cqe(result_);  // refused before anything was started
+    } else if (r.state_ != State::kOpen) {
+      // stopped: result already holds the reason
+    } else if (stream->has_data()) {
+      if (lease_ != nullptr) {
+        *lease_ = stream->lend_front();
+        result = lease_->size();
+      } else {
+        result = stream->copy_out(destination_);
+      }
+    } else if (stream->at_eof()) {
+      result = size_t{0};  // the peer's FIN, and only that, reads as 0
+    } else if (stream->error() != 0) {
+      result = bytes_from_cqe(stream->error());
+    }
+  }
+  if (result) r.bytes_read_ += *result;
+  return result;
+}
+
+void StreamReader::ReadAwaiter::cancel() noexcept {
+  StreamReader& r = reader_;
+  if (r.waiting_ != this) return;  // not waiting (any more)
+  if (mode_ == Mode::kSingleShot) {
+    r.loop_.cancel(single_shot_->op);  // its completion resumes us
+    return;
+  }
+  r.waiting_ = nullptr;
+  r.stream_->drop_waiter();  // the stream keeps receiving for the next read
+  r.loop_.cancel_timer(r.deadline_);
+  result_ = -ECANCELED;
+  r.loop_.schedule(caller_);
+}
+
+// ---- stopping ----
+
+void StreamReader::on_deadline(io::TimerNode& node) noexcept {
+  StreamReader& r = *static_cast<Deadline&>(node).reader;
+  if (r.waiting_ == nullptr || r.waiting_->mode_ != ReadAwaiter::Mode::kMultishot) return;
+  r.stop(std::errc::timed_out);  // a timed-out connection reads no more
+}
+
+void StreamReader::stop(std::errc reason) noexcept {
+  if (state_ != State::kOpen) return;
+  state_ = State::kStopped;
+  stop_reason_ = reason;
+  loop_.cancel_timer(deadline_);
+  ReadAwaiter* reader = std::exchange(waiting_, nullptr);
+  if (stream_) stream_->stop();  // drops a waiting reader without resuming it
+  if (reader == nullptr) return;
+  if (reader->mode_ == ReadAwaiter::Mode::kSingleShot) {
+    // Its completion (-ECANCELED, or data that won the race) resumes it.
+    loop_.cancel(reader->single_shot_->op);
+  } else {
+    loop_.schedule(reader->caller_);  // resumes now with `reason`
+  }
+}
+
+}  // namespace ucp

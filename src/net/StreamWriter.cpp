@@ -1,0 +1,279 @@
+#include "ucp/net/StreamWriter.h"
+
+#include <cassert>
+#include <cerrno>
+
+#include <sys/socket.h>
+
+namespace ucp {
+
+// One queue, one send in flight. A write appends to the queue and asks for a send; the send
+// starts from the loop's pre-submit hook, after every coroutine ready in this iteration has
+// run, so all they wrote goes out as one operation. Its completion drops the sent bytes,
+// resumes the write_all() writers whose bytes are all out, lets suspended write() writers go
+// on once the queue is down to half of max_output_bytes, and asks for the next send. Writers
+// are only ever scheduled, never resumed inline, so no frame can end while the queue is
+// being walked.
+
+StreamWriter::StreamWriter(EventLoop& loop, int fd, OutputLimits limits, void* owner,
+                           void (*on_idle)(void*) noexcept,
+                           void (*on_failed)(void*) noexcept) noexcept
+    : loop_(loop),
+      fd_(fd),
+      limits_(limits),
+      send_(loop, fd, this, &on_send_complete),
+      owner_(owner),
+      on_idle_(on_idle),
+      on_failed_(on_failed) {
+  send_hook_.writer = this;
+  send_hook_.run = &on_send_hook;
+  deadline_.writer = this;
+  deadline_.set_callback(&on_deadline);
+}
+
+StreamWriter::~StreamWriter() {
+  assert(idle());
+  loop_.cancel_before_submit(send_hook_);
+}
+
+// ---- WriteAwaiter ----
+
+StreamWriter::WriteAwaiter::WriteAwaiter(StreamWriter& writer, std::span<const std::byte> data,
+                                         Mode mode) noexcept
+    : writer_(writer), data_(data), mode_(mode) {}
+
+bool StreamWriter::WriteAwaiter::await_ready() noexcept {
+  StreamWriter& w = writer_;
+  if (w.error_) {
+    error_ = w.error_;
+    return true;
+  }
+  if (w.state_ == State::kClosing) {
+    error_ = make_error_code(std::errc::operation_canceled);
+    return true;
+  }
+  if (w.state_ == State::kShut) {
+    error_ = make_error_code(std::errc::broken_pipe);
+    return true;
+  }
+  if (data_.empty()) return true;
+  if (mode_ == Mode::kBuffered && !w.full_ &&
+      w.queue_.size() + data_.size() <= w.limits_.max_output_bytes) {
+    w.queue_.append_copy(data_);
+    w.request_send();
+    return true;
+  }
+  return false;
+}
+
+void StreamWriter::WriteAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
+  StreamWriter& w = writer_;
+  caller_ = caller;
+  segment_.writer = this;
+  segment_.data = data_.data();
+  segment_.size = data_.size();
+  // A write() that does not fit waits like write_all() but may be copied, and so resumed,
+  // as soon as the queue has drained to half; until then every write() waits behind it.
+  segment_.kind = mode_ == Mode::kBuffered ? SegmentKind::kAdoptable : SegmentKind::kBorrowed;
+  if (mode_ == Mode::kBuffered) w.full_ = true;
+  w.queue_.append_borrowed(segment_);
+  queued_ = true;
+  w.request_send();
+}
+
+Result<void> StreamWriter::WriteAwaiter::await_resume() const noexcept {
+  if (error_) return Unexpected{error_};
+  return {};
+}
+
+// ---- sending ----
+
+void StreamWriter::request_send() noexcept {
+  if (!send_.in_flight() && !queue_.empty()) loop_.run_before_submit(send_hook_);
+}
+
+void StreamWriter::on_send_hook(io::PreSubmitHook& hook) noexcept {
+  static_cast<SendHook&>(hook).writer->start_send();
+}
+
+void StreamWriter::start_send() noexcept {
+  if (send_.in_flight() || queue_.empty()) return;
+  if (error_) {  // e.g. the deadline passed while this send waited for the hook
+    drop_queue();
+    return;
+  }
+  iovec buffers[io::VectoredSend::kMaxBuffers];
+  const size_t count = queue_.gather(buffers, &in_flight_last_);
+  if (auto started = send_.start({buffers, count}); !started) {
+    fail(started.error());  // loop closing, or no submission room
+    return;
+  }
+  ++sends_submitted_;
+  if (!deadline_.armed()) arm_deadline();
+}
+
+void StreamWriter::arm_deadline() noexcept {
+  const uint32_t timeout_ms =
+      state_ == State::kClosing ? limits_.close_flush_timeout_ms : limits_.write_timeout_ms;
+  if (queue_.empty() || timeout_ms == 0) {
+    loop_.cancel_timer(deadline_);
+    return;
+  }
+  loop_.add_timer(deadline_, loop_.now() + std::chrono::milliseconds(timeout_ms));
+}
+
+void StreamWriter::on_send_complete(void* self, int32_t res) noexcept {
+  auto& w = *static_cast<StreamWriter*>(self);
+  if (res > 0) {
+    w.bytes_written_ += static_cast<uint64_t>(res);
+    for (OutputSegment* done = w.queue_.consume(static_cast<size_t>(res)); done != nullptr;) {
+      OutputSegment* next = done->next;
+      w.finish_writer(*done, {});
+      done = next;
+    }
+    w.arm_deadline();  // progress: the peer gets another full timeout
+  } else if (!w.error_) {
+    // 0 bytes of a non-empty send: the peer is gone.
+    w.error_ = error_from_errno(res == 0 ? EPIPE : -res);
+  }
+  if (w.cancels_pending_ && !w.error_) w.settle_cancels();
+  if (w.error_) {
+    w.drop_queue();
+  } else {
+    w.release_waiting_writers();
+    if (w.queue_.empty()) {
+      if (w.state_ == State::kShut) ::shutdown(w.fd_, SHUT_WR);
+      w.wake_flush_waiter();
+    } else {
+      w.request_send();
+    }
+  }
+  // Last: it may resume close(), after which `w` may be freed.
+  if (w.on_idle_ && w.idle()) w.on_idle_(w.owner_);
+}
+
+void StreamWriter::release_waiting_writers() noexcept {
+  if (!full_ || queue_.size() > limits_.max_output_bytes / 2) return;
+  full_ = false;
+  for (OutputSegment* adopted = queue_.adopt_waiting(); adopted != nullptr;) {
+    OutputSegment* next = adopted->next;
+    finish_writer(*adopted, {});
+    adopted = next;
+  }
+}
+
+void StreamWriter::fail(std::error_code error) noexcept {
+  if (error_) return;
+  error_ = error;
+  if (send_.in_flight()) {
+    send_.cancel();  // its completion drops the queue and resumes the writers with error_
+  } else {
+    drop_queue();
+  }
+  wake_flush_waiter();
+}
+
+void StreamWriter::drop_queue() noexcept {
+  // Only with no send in flight: the writers' memory is theirs again.
+  assert(!send_.in_flight());
+  if (!error_) error_ = make_error_code(std::errc::operation_canceled);
+  for (OutputSegment* dropped = queue_.clear(); dropped != nullptr;) {
+    OutputSegment* next = dropped->next;
+    finish_writer(*dropped, error_);
+    dropped = next;
+  }
+  full_ = false;
+  loop_.cancel_timer(deadline_);
+  wake_flush_waiter();
+}
+
+void StreamWriter::finish_writer(OutputSegment& segment, std::error_code error) noexcept {
+  WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(segment).writer;
+  writer.error_ = error;
+  writer.queued_ = false;
+  writer.cancel_requested_ = false;
+  loop_.schedule(writer.caller_);
+}
+
+void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
+  if (!writer.queued_ || writer.cancel_requested_) return;  // not waiting (any more)
+  const bool untouched = writer.segment_.data == writer.data_.data();
+  if (!untouched) {
+    // Part of it is sent: the stream cannot lose the rest quietly.
+    fail(make_error_code(std::errc::operation_canceled));
+    return;
+  }
+  const OutputSegment* in_flight_until = send_.in_flight() ? in_flight_last_ : nullptr;
+  if (queue_.remove(writer.segment_, in_flight_until)) {
+    finish_writer(writer.segment_, make_error_code(std::errc::operation_canceled));
+    if (queue_.empty()) loop_.cancel_timer(deadline_);
+    return;
+  }
+  // The send in flight covers it, though maybe not a byte of it will go: decide when it ends.
+  writer.cancel_requested_ = true;
+  cancels_pending_ = true;
+}
+
+void StreamWriter::settle_cancels() noexcept {
+  // Called with no send in flight: every segment can be examined and unlinked.
+  cancels_pending_ = false;
+  for (OutputSegment* segment = queue_.first(); segment != nullptr;) {
+    OutputSegment* next = segment->next;
+    if (segment->kind != SegmentKind::kChunk) {
+      WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(*segment).writer;
+      if (writer.cancel_requested_) {
+        writer.cancel_requested_ = false;
+        if (writer.segment_.data != writer.data_.data()) {  // partly sent meanwhile
+          fail(make_error_code(std::errc::operation_canceled));
+          return;
+        }
+        queue_.remove(*segment, nullptr);
+        finish_writer(*segment, make_error_code(std::errc::operation_canceled));
+      }
+    }
+    segment = next;
+  }
+  if (queue_.empty()) loop_.cancel_timer(deadline_);
+}
+
+void StreamWriter::wake_flush_waiter() noexcept {
+  if (flush_waiter_) loop_.schedule(std::exchange(flush_waiter_, {}));
+}
+
+void StreamWriter::on_deadline(io::TimerNode& node) noexcept {
+  // The peer took nothing for the whole timeout: give up on the output.
+  StreamWriter& w = *static_cast<Deadline&>(node).writer;
+  if (w.queue_.empty() || w.error_) return;
+  w.fail(make_error_code(std::errc::timed_out));
+  if (w.on_failed_) w.on_failed_(w.owner_);
+}
+
+// ---- shutdown and close ----
+
+void StreamWriter::shutdown_write() noexcept {
+  if (state_ != State::kOpen) return;
+  state_ = State::kShut;
+  if (queue_.empty()) ::shutdown(fd_, SHUT_WR);  // else when the last send completes
+}
+
+StreamWriter::FlushAwaiter StreamWriter::close_and_flush() noexcept {
+  state_ = State::kClosing;
+  arm_deadline();  // from now on the close timeout bounds the wait
+  return FlushAwaiter(*this);
+}
+
+bool StreamWriter::FlushAwaiter::await_ready() const noexcept {
+  return writer_.queue_.empty() || writer_.failed();
+}
+
+void StreamWriter::FlushAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
+  writer_.flush_waiter_ = caller;
+}
+
+void StreamWriter::abandon() noexcept {
+  loop_.cancel_before_submit(send_hook_);
+  loop_.cancel_timer(deadline_);
+  if (!queue_.empty()) drop_queue();
+}
+
+}  // namespace ucp
