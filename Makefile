@@ -14,7 +14,7 @@ deps:
 	@scripts/install-deps.sh core
 
 # What the tests use besides the build: curl (HTTP clients in the integration tests), clang
-# and its runtime libraries (libFuzzer).
+# and its runtime libraries (libFuzzer), haproxy (deploy/haproxy.cfg in Balancer_test).
 test-deps:
 	@scripts/install-deps.sh core test
 

@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
     loop_options.provided_buffers_count = 1024;  // x 4096 B, shared by a loop's connections
   }
   ucp::TcpServer server(options, loop_options, echo);
-  if (auto error = server.start(); !error.empty()) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+  if (auto started = server.start(); !started) {
+    std::fprintf(stderr, "%s\n", started.error().message.c_str());
     return 1;
   }
   std::thread signal_waiter([&server, stop_signals] {

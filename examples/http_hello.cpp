@@ -52,8 +52,8 @@ int main() {
     res.add_header("X-Served-By", "ucp");
   });
 
-  if (auto error = server.start(); !error.empty()) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+  if (auto started = server.start(); !started) {
+    std::fprintf(stderr, "%s\n", started.error().message.c_str());
     return 1;
   }
   std::thread signal_waiter([&server, stop_signals] {

@@ -7,8 +7,8 @@ set -euo pipefail
 packages_for() {
   case "$1" in
     core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp" ;;
-    test) echo "curl clang libclang-rt-14-dev" ;;
-    bench) echo "libbenchmark-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3 fio bc" ;;
+    test) echo "curl clang libclang-rt-14-dev haproxy" ;;
+    bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3 fio bc" ;;
     memcheck) echo "valgrind" ;;
     format) echo "clang-format-16" ;;
     *) echo "install-deps: unknown group '$1'" >&2; exit 2 ;;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <new>
 
+#include "ucp/http/HttpServer.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/SocketActivation.h"
 #include "ucp/version.h"
@@ -73,14 +74,14 @@ std::optional<int> ServerMain::setup(int argc, char** argv) {
   }
   inherited_ = std::move(*inherited);
 
-  try {
-    config_ = Config::load(config_path_, overrides_);
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+  auto loaded = Config::load(config_path_, overrides_);
+  if (!loaded) {
+    std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
     return 2;
   }
-  if (auto error = Logger::init(config_.log); !error.empty()) {
-    std::fprintf(stderr, "%s: %s\n", program_.c_str(), error.c_str());
+  config_ = std::move(*loaded);
+  if (auto logging = Logger::init(config_.log); !logging) {
+    std::fprintf(stderr, "%s: %s\n", program_.c_str(), logging.error().message.c_str());
     return 1;
   }
   return std::nullopt;
@@ -115,6 +116,7 @@ ServerOptions ServerMain::server_options() const {
   options.max_connections = c.max_connections;
   options.listen.backlog = c.backlog;
   options.listen.reuse_port = c.reuse_port;
+  options.acceptors = c.acceptors == "per_worker" ? Acceptors::kPerWorker : Acceptors::kMain;
   options.tcp_nodelay = c.tcp_nodelay;
   options.shutdown_timeout_ms = c.shutdown_timeout_ms;
   options.msg_ring_handoff = config_.event_loop.msg_ring_handoff;  // kept in [event_loop]
@@ -132,7 +134,7 @@ class TcpService final : public Service {
  public:
   TcpService(TcpServer& server, bool socket_activated)
       : server_(server), socket_activated_(socket_activated) {}
-  std::string start(std::string* warnings) override { return server_.start(warnings); }
+  Result<void, Error> start(std::string* warnings) override { return server_.start(warnings); }
   void run() override { server_.run(); }
   void stop() noexcept override { server_.stop(); }
   void stop_now() noexcept override { server_.stop_now(); }
@@ -142,6 +144,7 @@ class TcpService final : public Service {
            (socket_activated_ ? " (socket passed by the service manager)" : "");
   }
   std::string describe_loops() const override { return server_.describe_loops(); }
+  TcpServer* tcp_server() noexcept override { return &server_; }
 
  private:
   TcpServer& server_;
@@ -150,12 +153,22 @@ class TcpService final : public Service {
 
 }  // namespace
 
-int ServerMain::serve(TcpServer& server, std::string_view what) {
+int ServerMain::serve(http::HttpServer& server, std::string_view what) {
+  return serve(server.tcp(), what, [&server] {
+    uint64_t answered = 0;
+    for (const http::WorkerStats& worker : server.stats()) {
+      for (uint64_t count : worker.responses) answered += count;
+    }
+    return answered;
+  });
+}
+
+int ServerMain::serve(TcpServer& server, std::string_view what, RequestCounter requests) {
   // The server owns the inherited socket from start() on, whatever happens.
   const bool socket_activated = !inherited_.empty();
   if (socket_activated) (void)inherited_.front().release();
   TcpService service(server, socket_activated);
-  return run_service(service, what);
+  return run_service(service, what, std::move(requests));
 }
 
 int ServerMain::serve(Service& service, std::string_view what) {
@@ -163,10 +176,10 @@ int ServerMain::serve(Service& service, std::string_view what) {
     return usage_error("the service manager passed a TCP listening socket; " + std::string(what) +
                        " binds server.ip:server.port itself (remove the .socket unit)");
   }
-  return run_service(service, what);
+  return run_service(service, what, {});
 }
 
-int ServerMain::run_service(Service& server, std::string_view what) {
+int ServerMain::run_service(Service& server, std::string_view what, RequestCounter requests) {
   // Until the main loop runs, a thread of its own reads the signals.
   StartupSignalWatch startup_signals(signal_fd_.get());
   LOG_INFO("{} (UCP {}) starting, config {}", program_, UCP_VERSION_STRING, config_path_);
@@ -177,8 +190,9 @@ int ServerMain::run_service(Service& server, std::string_view what) {
       config_.worker_count(machine), config_.worker_startup_bytes(), config_.shared_startup_bytes(),
       config_.startup_bytes(machine), machine.memory_bytes);
   std::string warnings;
-  if (auto error = server.start(&warnings); !error.empty()) {
+  if (auto started = server.start(&warnings); !started) {
     startup_signals.finish();
+    const std::string& error = started.error().message;
     std::fprintf(stderr, "%s: %s\n", program_.c_str(), error.c_str());
     LOG_ERROR("start-up failed: {}", error);
     Logger::shutdown();
@@ -193,6 +207,11 @@ int ServerMain::run_service(Service& server, std::string_view what) {
   LOG_INFO("{} ({}) {}", config_.server.name, what, server.describe_loops());
   ConfigReloader reloader(config_path_, overrides_, config_);
   server.main_loop().spawn(watch_signals(server, signal_fd_.get(), reloader));
+  if (config_.log.stats_interval_ms > 0 && server.tcp_server() != nullptr) {
+    server.main_loop().spawn(log_stats(*server.tcp_server(),
+                                       std::chrono::milliseconds(config_.log.stats_interval_ms),
+                                       std::move(requests)));
+  }
   LOG_INFO("listening on {}", server.listening());
   server.run();
   LOG_INFO("stopped cleanly");

@@ -5,7 +5,7 @@
 //     return ucp::app::ServerMain::guarded("http_server", [&](ucp::app::ServerMain& app) {
 //       if (auto exit_code = app.setup(argc, argv)) return *exit_code;  // usage, config, log
 //       ucp::http::HttpServer server(app.server_options(), app.loop_options(), ...);
-//       return app.serve(server.tcp(), "http");                          // start, run, stop
+//       return app.serve(server, "http");                                // start, run, stop
 //     });
 //   }
 //
@@ -21,7 +21,8 @@
 // - Socket activation: a listening socket passed by a service manager (LISTEN_FDS,
 //   LISTEN_PID) is adopted instead of binding server.ip:server.port.
 // - Logs the version, the start-up memory, the backend line of the worker loops, and
-//   "listening on IP:PORT" at INFO once the server accepts connections.
+//   "listening on IP:PORT" at INFO once the server accepts connections; with
+//   log.stats_interval_ms, one stats line per interval (StatsLog.h).
 //
 // Thread contract: the main thread, before any other thread starts (setup blocks signals
 // for the threads created later).
@@ -35,6 +36,12 @@
 #include "ucp/config/Config.h"
 #include "ucp/net/TcpServer.h"
 
+#include "StatsLog.h"
+
+namespace ucp::http {
+class HttpServer;
+}
+
 namespace ucp::app {
 
 /// A server ServerMain::serve can run other than a TcpServer (proactor_test's udp_echo): the
@@ -43,8 +50,8 @@ namespace ucp::app {
 class Service {
  public:
   virtual ~Service() = default;
-  /// "" or one line saying what failed; optional features the machine lacks go to `warnings`.
-  virtual std::string start(std::string* warnings) = 0;
+  /// What failed, in one line; optional features the machine lacks go to `warnings`.
+  virtual Result<void, Error> start(std::string* warnings) = 0;
   virtual void run() = 0;
   virtual void stop() noexcept = 0;
   virtual void stop_now() noexcept = 0;
@@ -52,6 +59,8 @@ class Service {
   /// What the "listening on" line names: "127.0.0.1:8888 (udp)".
   virtual std::string listening() const = 0;
   virtual std::string describe_loops() const = 0;
+  /// The TcpServer behind it, whose counters the stats line reads; null: no stats line.
+  virtual TcpServer* tcp_server() noexcept { return nullptr; }
 };
 
 class ServerMain {
@@ -80,8 +89,10 @@ class ServerMain {
 
   /// Starts `server`, runs it until a stop signal and a graceful stop, shuts the logger down.
   /// Returns the exit code: 0, or 1 when the server could not start. `what` names the service
-  /// in the start-up log line.
-  int serve(TcpServer& server, std::string_view what);
+  /// in the start-up log line; `requests` feeds the stats line's request count.
+  int serve(TcpServer& server, std::string_view what, RequestCounter requests = {});
+  /// The same for an HTTP server; the stats line counts its responses as requests.
+  int serve(http::HttpServer& server, std::string_view what);
   /// The same for another kind of server. A socket passed by a service manager is refused
   /// (exit 2): it is a TCP listener.
   int serve(Service& service, std::string_view what);
@@ -92,7 +103,7 @@ class ServerMain {
 
  private:
   static int report_uncaught(const std::exception& error) noexcept;
-  int run_service(Service& service, std::string_view what);
+  int run_service(Service& service, std::string_view what, RequestCounter requests);
 
   std::string program_;
   std::string config_path_ = "config/ucp.conf";

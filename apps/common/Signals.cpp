@@ -47,14 +47,13 @@ bool is_stop_signal(int signal) noexcept { return signal == SIGINT || signal == 
 void ConfigReloader::reload() {
   // The log file first, so that what follows lands in the new one.
   Logger::reopen();
-  Config fresh;
-  try {
-    fresh = Config::load(path_, overrides_);
-  } catch (const ConfigError& e) {
+  auto loaded = Config::load(path_, overrides_);
+  if (!loaded) {
     LOG_ERROR("signal 1 (SIGHUP): log file reopened; {}; keeping the running configuration",
-              e.what());
+              loaded.error().message);
     return;
   }
+  const Config& fresh = *loaded;
   auto changes = Config::changes(running_, fresh);
   if (changes.empty()) {
     LOG_INFO("signal 1 (SIGHUP): log file reopened; {} read again: no change", path_);

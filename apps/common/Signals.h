@@ -50,7 +50,7 @@ class ConfigReloader {
 
   /// Reopens the log file, then reads the configuration again and logs the outcome: each
   /// changed key with both values, "(applied)" for log.level, "(takes effect at the next
-  /// start)" for the rest (WARN); or the ConfigError and "keeping the running configuration"
+  /// start)" for the rest (WARN); or the config error and "keeping the running configuration"
   /// (ERROR). Blocking file I/O on the calling thread: a config file is at most 1 MiB.
   void reload();
 

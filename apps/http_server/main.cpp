@@ -61,5 +61,5 @@ int main(int argc, char** argv) {
   });
   // One line per request at DEBUG (log.level = DEBUG to see them).
   server.use(ucp::http::access_log(ucp::LogLevel::kDebug));
-  return app.serve(server.tcp(), "http");
+  return app.serve(server, "http");
 }

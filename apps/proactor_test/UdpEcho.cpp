@@ -39,24 +39,30 @@ UdpEchoServer::~UdpEchoServer() {
   }
 }
 
-std::string UdpEchoServer::start(std::string* warnings) {
+Result<void, Error> UdpEchoServer::start(std::string* warnings) {
   const auto address = InetAddress::parse(config_.ip, config_.port);
-  if (!address) return "server.ip: '" + config_.ip + "' is not a numeric IPv4/IPv6 address";
+  if (!address) {
+    return Unexpected{Error("server.ip: '" + config_.ip + "' is not a numeric IPv4/IPv6 address",
+                            make_error_code(std::errc::invalid_argument))};
+  }
   LoopOptions main_options = loop_options_;  // it only reads signals
   main_options.provided_buffers_count = 0;
   main_options.registered_buffers_count = 0;
   main_options.ring_entries = 64;
   auto main_loop = EventLoop::create(main_options);
-  if (!main_loop) return EventLoop::describe_setup_error(main_loop.error(), main_options);
+  if (!main_loop) {
+    return Unexpected{
+        Error(EventLoop::describe_setup_error(main_loop.error(), main_options), main_loop.error())};
+  }
   main_loop_ = std::move(*main_loop);
   pool_ = std::make_unique<EventLoopThreadPool>(config_.thread_num, loop_options_);
-  if (auto error = pool_->start(warnings); !error.empty()) return error;
+  if (auto started = pool_->start(warnings); !started) return started;
   return bind_all(*address, warnings);
 }
 
 // Each socket is made on its worker's thread (a loop's state is touched by its thread only),
 // one after the other: the first learns the port when server.port is 0.
-std::string UdpEchoServer::bind_all(const InetAddress& address, std::string* warnings) {
+Result<void, Error> UdpEchoServer::bind_all(const InetAddress& address, std::string* warnings) {
   const auto& loops = pool_->loops();
   sockets_.resize(loops.size());
   UdpOptions options;
@@ -76,10 +82,14 @@ std::string UdpEchoServer::bind_all(const InetAddress& address, std::string* war
     if (!socket) {
       close_all();
       if (socket.error() == std::errc::address_in_use) {
-        return "cannot bind UDP " + where.to_string() +
-               ": address already in use; stop the other server or choose another server.port";
+        return Unexpected{Error("cannot bind UDP " + where.to_string() +
+                                    ": address already in use; stop the other server or choose "
+                                    "another server.port",
+                                socket.error())};
       }
-      return "cannot bind UDP " + where.to_string() + ": " + socket.error().message();
+      return Unexpected{
+          Error("cannot bind UDP " + where.to_string() + ": " + socket.error().message(),
+                socket.error())};
     }
     sockets_[i] = std::move(*socket);
     if (i == 0) {

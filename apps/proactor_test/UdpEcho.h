@@ -35,7 +35,7 @@ class UdpEchoServer final : public Service {
   UdpEchoServer(const ServerConfig& config, const LoopOptions& loop_options);
   ~UdpEchoServer() override;
 
-  std::string start(std::string* warnings) override;
+  Result<void, Error> start(std::string* warnings) override;
   void run() override;
   void stop() noexcept override;
   void stop_now() noexcept override { stop(); }  // nothing to drain: a datagram is sent or not
@@ -44,7 +44,7 @@ class UdpEchoServer final : public Service {
   std::string describe_loops() const override;
 
  private:
-  std::string bind_all(const InetAddress& address, std::string* warnings);
+  Result<void, Error> bind_all(const InetAddress& address, std::string* warnings);
   void close_all() noexcept;
 
   ServerConfig config_;

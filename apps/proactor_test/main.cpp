@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     ucp::http::HttpServer server(app.server_options(), app.loop_options(),
                                  ucp::app::pingpong_options(config));
     ucp::app::add_pingpong_routes(server.router());
-    return app.serve(server.tcp(), "http");
+    return app.serve(server, "http");
   }
   ucp::TcpServer server(app.server_options(), app.loop_options(),
                         [](ucp::TcpConnection& c) { return ucp::app::echo(c); });

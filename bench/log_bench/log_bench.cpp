@@ -131,9 +131,9 @@ Stats run_ucp(const Config& config, int threads, const std::string& path) {
   options.async = true;
   options.queue_capacity = config.queue;
   options.queue_full_policy = ucp::QueueFullPolicy::kBlock;
-  auto error = ucp::Logger::init(options);
-  if (!error.empty()) {
-    std::fprintf(stderr, "log_bench: %s\n", error.c_str());
+  auto logging = ucp::Logger::init(options);
+  if (!logging) {
+    std::fprintf(stderr, "log_bench: %s\n", logging.error().message.c_str());
     std::exit(1);
   }
   int64_t start = now_ns();

@@ -155,6 +155,18 @@ inline std::optional<CpuTimes> process_cpu(int pid) {
   return CpuTimes{static_cast<double>(utime) / ticks, static_cast<double>(stime) / ticks};
 }
 
+/// The sum over several processes (servers sharing a port); nullopt once one is gone.
+inline std::optional<CpuTimes> processes_cpu(const std::vector<int>& pids) {
+  CpuTimes sum;
+  for (int pid : pids) {
+    auto one = process_cpu(pid);
+    if (!one) return std::nullopt;
+    sum.user_s += one->user_s;
+    sum.system_s += one->system_s;
+  }
+  return sum;
+}
+
 /// The closing lines both modes print: client CPU, and the server's with `units` per
 /// server-CPU-second (`unit_name`: "requests", "connections") when it was measured.
 inline void print_cpu_summary(double seconds, double client_cpu, double client_user,

@@ -226,7 +226,7 @@ int run_churn(const ChurnOptions& options, const std::atomic<bool>& interrupted)
   }
   const CpuTimes client_before = self_cpu();
   std::optional<CpuTimes> server_before;
-  if (options.server_pid != 0) server_before = process_cpu(options.server_pid);
+  if (!options.server_pids.empty()) server_before = processes_cpu(options.server_pids);
   const int64_t start = now_ns();
   auto sum = [&counters](auto member) {
     uint64_t total = 0;
@@ -258,7 +258,7 @@ int run_churn(const ChurnOptions& options, const std::atomic<bool>& interrupted)
   const double seconds = static_cast<double>(std::min(now_ns(), shared.end_ns) - start) / 1e9;
   const CpuTimes client_after = self_cpu();
   std::optional<CpuTimes> server_after;
-  if (options.server_pid != 0) server_after = process_cpu(options.server_pid);
+  if (!options.server_pids.empty()) server_after = processes_cpu(options.server_pids);
 
   Histogram histogram;
   for (auto& load : loads) histogram.merge(load->histogram());

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ucp/io/EventLoop.h"
 #include "ucp/net/InetAddress.h"
@@ -32,7 +33,7 @@ struct ChurnOptions {
   int warmup_s = 0;
   int threads = 1;
   bool json = false;
-  int server_pid = 0;  // > 0: report connections per server-CPU-second
+  std::vector<int> server_pids;  // report connections per CPU-second of these processes
   ucp::BackendKind backend = ucp::BackendKind::kEpoll;
 };
 

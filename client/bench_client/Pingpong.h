@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ucp/io/EventLoop.h"
 #include "ucp/net/InetAddress.h"
@@ -39,9 +40,9 @@ struct Options {
   int depth = 1;
   int threads = 1;
   bool json = false;
-  bool uring = false;  // io_uring loops instead of epoll
-  bool churn = false;  // connection churn instead of pingpong (Churn.h)
-  int server_pid = 0;
+  bool uring = false;            // io_uring loops instead of epoll
+  bool churn = false;            // connection churn instead of pingpong (Churn.h)
+  std::vector<int> server_pids;  // --server-pid, repeatable: their CPU time is summed
   int warmup_s = 0;
 };
 

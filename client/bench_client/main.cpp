@@ -24,10 +24,10 @@
 // Message `seq` of connection c is a slice of a shared random table at an offset hashed from
 // (c, seq), so neither side needs a per-connection buffer and every byte is checked by memcmp.
 //
-// With --server-pid, the server's utime and stime (from /proc/PID/stat) are sampled at the start
-// and the end of the measure phase, so requests per server-CPU-second cover exactly the requests
-// counted. Exit status: 0 clean, 1 any verification error, connect failure or lost connection,
-// 2 bad usage.
+// With --server-pid (repeatable: servers sharing a port, their times summed), the server's utime
+// and stime (from /proc/PID/stat) are sampled at the start and the end of the measure phase, so
+// requests per server-CPU-second cover exactly the requests counted. Exit status: 0 clean, 1 any
+// verification error, connect failure or lost connection, 2 bad usage.
 
 #include <algorithm>
 #include <atomic>
@@ -68,7 +68,7 @@ using bench::now_ns;
 using bench::Options;
 using bench::PatternTable;
 using bench::Phase;
-using bench::process_cpu;
+using bench::processes_cpu;
 using bench::self_cpu;
 using bench::Shared;
 
@@ -77,16 +77,17 @@ using bench::Shared;
 
 [[noreturn]] void usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "bench_client: %s\n", why);
-  std::fprintf(stderr,
-               "usage: bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] "
-               "[-t THREADS] [-w WARMUP_SECONDS] [--uring] [--churn] [--json] [--server-pid PID]\n"
-               "       bench_client --version\n"
-               "  echo pingpong: each connection keeps DEPTH (default 1) messages of SIZE bytes "
-               "in flight;\n"
-               "  --churn: each of CONNS slots connects, echoes one SIZE-byte message, closes "
-               "(RST) and\n"
-               "  starts over; reports connections/s and connect+echo latency.\n"
-               "  Every echoed byte is verified; exit 1 on any error, 2 on bad usage.\n");
+  std::fprintf(
+      stderr,
+      "usage: bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] "
+      "[-t THREADS] [-w WARMUP_SECONDS] [--uring] [--churn] [--json] [--server-pid PID]...\n"
+      "       bench_client --version\n"
+      "  echo pingpong: each connection keeps DEPTH (default 1) messages of SIZE bytes "
+      "in flight;\n"
+      "  --churn: each of CONNS slots connects, echoes one SIZE-byte message, closes "
+      "(RST) and\n"
+      "  starts over; reports connections/s and connect+echo latency.\n"
+      "  Every echoed byte is verified; exit 1 on any error, 2 on bad usage.\n");
   std::exit(2);
 }
 
@@ -144,7 +145,7 @@ Options parse_options(int argc, char** argv) {
     } else if (flag == "-w") {
       options.warmup_s = static_cast<int>(parse_number(flag, value, 0, 3600));
     } else if (flag == "--server-pid") {
-      options.server_pid = static_cast<int>(parse_number(flag, value, 1, 1 << 30));
+      options.server_pids.push_back(static_cast<int>(parse_number(flag, value, 1, 1 << 30)));
     } else {
       usage((std::string("unknown option ") + std::string(flag)).c_str());
     }
@@ -228,7 +229,7 @@ int main(int argc, char** argv) {
     churn.warmup_s = options.warmup_s;
     churn.threads = options.threads;
     churn.json = options.json;
-    churn.server_pid = options.server_pid;
+    churn.server_pids = options.server_pids;
     return bench::run_churn(churn, g_interrupted);
   }
   FILE* progress = options.json ? stderr : stdout;
@@ -288,7 +289,7 @@ int main(int argc, char** argv) {
   }
   CpuTimes client_before = self_cpu();
   std::optional<CpuTimes> server_before;
-  if (options.server_pid != 0) server_before = process_cpu(options.server_pid);
+  if (!options.server_pids.empty()) server_before = processes_cpu(options.server_pids);
   const int64_t start = now_ns();
 
   uint64_t last_requests = 0;
@@ -326,7 +327,7 @@ int main(int argc, char** argv) {
   const double seconds = static_cast<double>(now_ns() - start) / 1e9;
   const CpuTimes client_after = self_cpu();
   std::optional<CpuTimes> server_after;
-  if (options.server_pid != 0) server_after = process_cpu(options.server_pid);
+  if (!options.server_pids.empty()) server_after = processes_cpu(options.server_pids);
 
   Histogram histogram;
   uint64_t requests = 0;

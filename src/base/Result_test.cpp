@@ -31,6 +31,26 @@ TEST(Result, ConvertsKernelResults) {
   EXPECT_EQ(void_from_cqe(-EPIPE).error(), std::errc::broken_pipe);
 }
 
+TEST(Result, CarriesAReadableErrorForSetUp) {
+  Result<void, Error> ok;
+  EXPECT_TRUE(ok);
+  EXPECT_TRUE(ok.error().message.empty());
+
+  Result<void, Error> failed =
+      Unexpected{Error("cannot listen on 127.0.0.1:80: permission denied",
+                       std::make_error_code(std::errc::permission_denied))};
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().message, "cannot listen on 127.0.0.1:80: permission denied");
+  EXPECT_EQ(failed.error().code, std::errc::permission_denied);
+
+  Result<int, Error> parsed = Unexpected{Error("ucp.conf:3: server.port: 70000 is out of range")};
+  ASSERT_FALSE(parsed);
+  EXPECT_FALSE(parsed.error().code) << "no error code behind a parse error";
+  EXPECT_EQ(parsed.value_or(8888), 8888);
+  Result<int, Error> value = 80;
+  EXPECT_EQ(*value, 80);
+}
+
 TEST(UniqueFd, ClosesOnDestructionAndAssignment) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);

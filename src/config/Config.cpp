@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -27,6 +28,13 @@
 
 namespace ucp {
 namespace {
+
+/// What the parser throws from deep inside; load() and parse() turn it into their Error, so
+/// no exception leaves the config API.
+class Invalid : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 constexpr std::string_view kWhitespace = " \t\r\n\v\f";
 
@@ -86,8 +94,9 @@ struct Key {
   Show show;
 };
 
-template <class Section, class T>
-Show shown(Section Config::*section, T Section::*field) {
+// `Owner` is the section's type or a base of it (LogConfig's fields from LogOptions).
+template <class Section, class Owner, class T>
+Show shown(Section Config::*section, T Owner::*field) {
   return [=](const Config& config) -> std::string {
     const T& value = (config.*section).*field;
     if constexpr (std::is_same_v<T, bool>) {
@@ -131,8 +140,8 @@ std::string parse_unsigned(std::string_view value, uint64_t min, uint64_t max, S
   return {};
 }
 
-template <class Section, class T>
-Apply unsigned_key(Section Config::*section, T Section::*field, uint64_t min, uint64_t max,
+template <class Section, class Owner, class T>
+Apply unsigned_key(Section Config::*section, T Owner::*field, uint64_t min, uint64_t max,
                    Shape shape = Shape::kAny) {
   assert(max <= std::numeric_limits<T>::max());
   return [=](Config& config, std::string_view value) {
@@ -151,8 +160,8 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-template <class Section>
-Apply bool_key(Section Config::*section, bool Section::*field) {
+template <class Section, class Owner>
+Apply bool_key(Section Config::*section, bool Owner::*field) {
   return [=](Config& config, std::string_view value) -> std::string {
     auto word = lower(value);
     bool result;
@@ -170,8 +179,8 @@ Apply bool_key(Section Config::*section, bool Section::*field) {
 
 enum class Empty : uint8_t { kAllowed, kRefused };
 
-template <class Section>
-Apply string_key(Section Config::*section, std::string Section::*field, Empty empty) {
+template <class Section, class Owner>
+Apply string_key(Section Config::*section, std::string Owner::*field, Empty empty) {
   return [=](Config& config, std::string_view value) -> std::string {
     if (value.empty() && empty == Empty::kRefused) return "empty value";
     (config.*section).*field = std::string(value);
@@ -179,12 +188,22 @@ Apply string_key(Section Config::*section, std::string Section::*field, Empty em
   };
 }
 
+// http.index: a file name, never a path.
+std::string set_index(Config& config, std::string_view value) {
+  if (value.empty()) return "empty value";
+  if (value.find('/') != std::string_view::npos || value == "." || value == "..") {
+    return quoted(value) + " is not a file name (no '/')";
+  }
+  config.http.index = std::string(value);
+  return {};
+}
+
 // The one table of keys: section, name, type, range. Adding a key is one line here, one
 // field in Config.h, one line in config/ucp.conf and one row in docs/config.md.
 const std::vector<Key>& keys() {
   using S = ServerConfig;
   using E = EventLoopConfig;
-  using L = LogOptions;
+  using L = LogConfig;
   using H = HttpConfig;
   constexpr auto kServer = &Config::server;
   constexpr auto kLoop = &Config::event_loop;
@@ -226,6 +245,15 @@ const std::vector<Key>& keys() {
       {"server", "backlog", unsigned_key(kServer, &S::backlog, 1, 65535),
        shown(kServer, &S::backlog)},
       {"server", "reuse_port", bool_key(kServer, &S::reuse_port), shown(kServer, &S::reuse_port)},
+      {"server", "acceptors",
+       [](Config& config, std::string_view value) -> std::string {
+         if (value != "main" && value != "per_worker") {
+           return quoted(value) + " is not an acceptor mode (use main or per_worker)";
+         }
+         config.server.acceptors = std::string(value);
+         return {};
+       },
+       shown(kServer, &S::acceptors)},
       {"server", "tcp_nodelay", bool_key(kServer, &S::tcp_nodelay),
        shown(kServer, &S::tcp_nodelay)},
       {"server", "shutdown_timeout_ms", unsigned_key(kServer, &S::shutdown_timeout_ms, 0, 3600000),
@@ -312,18 +340,11 @@ const std::vector<Key>& keys() {
          return {};
        },
        shown(kLog, &L::queue_full_policy)},
+      {"log", "stats_interval_ms", unsigned_key(kLog, &L::stats_interval_ms, 0, 86400000),
+       shown(kLog, &L::stats_interval_ms)},
 
       {"http", "root", string_key(kHttp, &H::root, Empty::kRefused), shown(kHttp, &H::root)},
-      {"http", "index",
-       [](Config& config, std::string_view value) -> std::string {
-         if (value.empty()) return "empty value";
-         if (value.find('/') != std::string_view::npos || value == "." || value == "..") {
-           return quoted(value) + " is not a file name (no '/')";
-         }
-         config.http.index = std::string(value);
-         return {};
-       },
-       shown(kHttp, &H::index)},
+      {"http", "index", set_index, shown(kHttp, &H::index)},
       {"http", "max_request_line_bytes",
        unsigned_key(kHttp, &H::max_request_line_bytes, 256, 1048576),
        shown(kHttp, &H::max_request_line_bytes)},
@@ -514,10 +535,10 @@ class Parser {
         }
       }
     }
-    if (last == nullptr) throw ConfigError(std::string(source_) + ": " + what);  // all defaults
+    if (last == nullptr) throw Invalid(std::string(source_) + ": " + what);  // all defaults
     const SetAt& where = set_at_.at(last);
-    throw ConfigError(where.origin + ":" + std::to_string(where.line) + ": " +
-                      std::string(last->section) + "." + std::string(last->name) + ": " + what);
+    throw Invalid(where.origin + ":" + std::to_string(where.line) + ": " +
+                  std::string(last->section) + "." + std::string(last->name) + ": " + what);
   }
 
   const Key& find(std::string_view section, std::string_view name, size_t line_number) const {
@@ -536,7 +557,7 @@ class Parser {
   }
 
   [[noreturn]] void fail(size_t line_number, const std::string& what) const {
-    throw ConfigError(std::string(origin_) + ":" + std::to_string(line_number) + ": " + what);
+    throw Invalid(std::string(origin_) + ":" + std::to_string(line_number) + ": " + what);
   }
 
   static constexpr std::string_view kOverrideOrigin = "--set";
@@ -580,17 +601,17 @@ std::string too_large(const std::string& path, const std::string& size) {
 std::string read_file(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (!fd) throw ConfigError(path + ": cannot open: " + error_text(errno));
+  if (!fd) throw Invalid(path + ": cannot open: " + error_text(errno));
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) {
-    throw ConfigError(path + ": cannot read: " + error_text(errno));
+    throw Invalid(path + ": cannot read: " + error_text(errno));
   }
   if (!S_ISREG(info.st_mode)) {
-    throw ConfigError(path + ": not a regular file (" + file_kind(info.st_mode) +
-                      "); give the path of an ini file");
+    throw Invalid(path + ": not a regular file (" + file_kind(info.st_mode) +
+                  "); give the path of an ini file");
   }
   if (static_cast<uint64_t>(info.st_size) > Config::kMaxFileBytes) {
-    throw ConfigError(too_large(path, std::to_string(info.st_size)));
+    throw Invalid(too_large(path, std::to_string(info.st_size)));
   }
   // One byte more than the limit: a file that grew since fstat is still caught.
   std::string text(static_cast<size_t>(info.st_size) + 1, '\0');
@@ -598,13 +619,13 @@ std::string read_file(const std::string& path) {
   for (;;) {
     if (size == text.size()) {
       if (text.size() > Config::kMaxFileBytes) {
-        throw ConfigError(too_large(path, "over " + std::to_string(Config::kMaxFileBytes)));
+        throw Invalid(too_large(path, "over " + std::to_string(Config::kMaxFileBytes)));
       }
       text.resize(std::min<size_t>(text.size() * 2, Config::kMaxFileBytes + 1));
     }
     ssize_t n = ::read(fd.get(), text.data() + size, text.size() - size);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw ConfigError(path + ": cannot read: " + error_text(errno));
+    if (n < 0) throw Invalid(path + ": cannot read: " + error_text(errno));
     if (n == 0) break;
     size += static_cast<size_t>(n);
   }
@@ -682,26 +703,36 @@ uint64_t Config::startup_bytes(const MachineLimits& machine) const noexcept {
   return uint64_t{worker_count(machine)} * worker_startup_bytes() + shared_startup_bytes();
 }
 
-Config Config::load(const std::string& path, const std::vector<std::string>& overrides,
-                    const MachineLimits& machine) {
+Result<Config, Error> Config::load(const std::string& path,
+                                   const std::vector<std::string>& overrides,
+                                   const MachineLimits& machine) {
   Config config;
-  Parser parser(config, path.empty() ? std::string_view("--set") : std::string_view(path));
-  if (!path.empty()) {
-    const std::string text = read_file(path);
-    parser.parse_text(text, path);
+  try {
+    Parser parser(config, path.empty() ? std::string_view("--set") : std::string_view(path));
+    if (!path.empty()) {
+      const std::string text = read_file(path);
+      parser.parse_text(text, path);
+    }
+    parser.apply_overrides(overrides);
+    parser.check_machine(machine);
+  } catch (const Invalid& e) {
+    return Unexpected{Error(e.what())};
   }
-  parser.apply_overrides(overrides);
-  parser.check_machine(machine);
   return config;
 }
 
-Config Config::parse(const std::string& text, const std::string& origin,
-                     const std::vector<std::string>& overrides, const MachineLimits& machine) {
+Result<Config, Error> Config::parse(const std::string& text, const std::string& origin,
+                                    const std::vector<std::string>& overrides,
+                                    const MachineLimits& machine) {
   Config config;
-  Parser parser(config, origin);
-  parser.parse_text(text, origin);
-  parser.apply_overrides(overrides);
-  parser.check_machine(machine);
+  try {
+    Parser parser(config, origin);
+    parser.parse_text(text, origin);
+    parser.apply_overrides(overrides);
+    parser.check_machine(machine);
+  } catch (const Invalid& e) {
+    return Unexpected{Error(e.what())};
+  }
   return config;
 }
 

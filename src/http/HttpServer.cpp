@@ -59,7 +59,7 @@ HttpServer::~HttpServer() = default;
 
 Router& HttpServer::router() noexcept { return core_->router; }
 void HttpServer::use(Middleware middleware) { core_->middleware.push_back(std::move(middleware)); }
-std::string HttpServer::start(std::string* warnings) { return tcp_->start(warnings); }
+Result<void, Error> HttpServer::start(std::string* warnings) { return tcp_->start(warnings); }
 void HttpServer::run() { tcp_->run(); }
 void HttpServer::stop() noexcept { tcp_->stop(); }
 TcpServer& HttpServer::tcp() noexcept { return *tcp_; }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "Backends.h"
+#include "ErrorText.h"
 #include "HttpClient.h"
 #include "LoopbackClient.h"
 
@@ -54,7 +55,7 @@ class TestServer {
     loop.provided_buffer_size = 4096;
     server_ = std::make_unique<HttpServer>(options, loop, http);
     configure(*server_);
-    const std::string error = server_->start();
+    const std::string error = test::error_text(server_->start());
     EXPECT_EQ(error, "");
     thread_ = std::thread([this] { server_->run(); });
   }
@@ -520,7 +521,7 @@ TEST(HttpServer, SendsFilesInBoundedPieces) {
 // client that stops reading is closed, one that reads slowly but steadily gets every byte.
 TEST(HttpServer, SendTimeoutBoundsLargeFilesButNotASteadyReader) {
   const std::string path = testing::TempDir() + "ucp_http_slow_" + std::to_string(::getpid());
-  std::string content(8 * 1024 * 1024, '\0');
+  std::string content(32 * 1024 * 1024, '\0');
   for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>('A' + i % 29);
   std::ofstream(path, std::ios::binary) << content;
   HttpOptions http;
@@ -555,13 +556,14 @@ TEST(HttpServer, SendTimeoutBoundsLargeFilesButNotASteadyReader) {
   }
   auto steady = connect_loopback(s.port());
   ASSERT_TRUE(steady);
-  test::set_receive_buffer(steady->get(), 64 * 1024);
-  ASSERT_TRUE(send_text(steady->get(), "GET /big/8388608 HTTP/1.1\r\nHost: a\r\n\r\n"));
-  // At most 64 KiB every 10 ms: over a second in all (more than the server's socket buffer
-  // can take at once), several send-timeout windows, none without progress.
-  constexpr size_t kSteady = 8388608;
+  ASSERT_TRUE(send_text(steady->get(), "GET /big/33554432 HTTP/1.1\r\nHost: a\r\n\r\n"));
+  // At most 256 KiB every 10 ms: over a second for 32 MiB (more than both socket buffers
+  // hold), several send-timeout windows, none without progress. The client's receive buffer
+  // keeps the kernel's size: a tiny one makes loopback drop segments, and a retransmission
+  // back-off is a window without progress.
+  constexpr size_t kSteady = 32 * 1024 * 1024;
   std::string all;
-  std::vector<char> buffer(64 * 1024);
+  std::vector<char> buffer(256 * 1024);
   for (int i = 0; i < 5000 && all.size() < kSteady + 200; ++i) {
     std::this_thread::sleep_for(10ms);
     auto n = test::recv_some(steady->get(), buffer, 5000);

@@ -455,15 +455,15 @@ std::optional<LogLevel> parse_log_level(std::string_view text) noexcept {
   return std::nullopt;
 }
 
-std::string Logger::init(const LogOptions& options) {
+Result<void, Error> Logger::init(const LogOptions& options) {
   if (options.async && (options.queue_capacity == 0 || options.queue_capacity > kMaxQueue)) {
-    return fmt::format("log queue_capacity must be in 1..{}", kMaxQueue);
+    return Unexpected{Error(fmt::format("log queue_capacity must be in 1..{}", kMaxQueue))};
   }
   std::unique_ptr<LogFile> file;
   if (!options.file.empty()) {
     std::string error;
     file = LogFile::open(options.file, options.max_size, options.max_files, error);
-    if (!file) return error;
+    if (!file) return Unexpected{Error(std::move(error))};
   }
   std::unique_ptr<ConsoleSink> console;
   if (options.console) console = std::make_unique<ConsoleSink>(STDOUT_FILENO);
@@ -474,12 +474,13 @@ std::string Logger::init(const LogOptions& options) {
     g_current = std::make_unique<Backend>(options, std::move(file), std::move(console));
   } catch (const std::bad_alloc&) {  // the queue is allocated (and touched) whole, here
     const uint64_t slots = std::bit_ceil(uint64_t{options.queue_capacity});
-    return fmt::format(
+    return Unexpected{Error(fmt::format(
         "log.queue_capacity: cannot allocate the log queue, {} records x {} B = {} bytes: out "
         "of memory or address space; lower log.queue_capacity",
-        slots, kQueueSlotBytes, slots * kQueueSlotBytes);
+        slots, kQueueSlotBytes, slots * kQueueSlotBytes))};
   } catch (const std::system_error& e) {
-    return std::string("cannot start the logger's thread: ") + e.what();
+    return Unexpected{
+        Error(std::string("cannot start the logger's thread: ") + e.what(), e.code())};
   }
   set_level(options.level);
   g_backend.store(g_current.get(), std::memory_order_release);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ErrorText.h"
 #include "LogTestUtil.h"
 
 namespace ucp {
@@ -51,7 +52,7 @@ class LoggerTest : public ::testing::Test {
 };
 
 TEST_F(LoggerTest, RecordHasLocalTimestampLevelThreadAndLocation) {
-  ASSERT_EQ(Logger::init(file_options(dir_ / "server.log")), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "server.log"))), "");
   LOG_INFO("Server started on {}:{}", "0.0.0.0", 8888);
   int line = __LINE__ - 1;
   Logger::shutdown();
@@ -78,7 +79,7 @@ TEST_F(LoggerTest, ReopenStartsANewFileAtThePathAfterTheOldOneWasMoved) {
     const std::string path = dir_ / (async ? "async.log" : "sync.log");
     auto options = file_options(path);
     options.async = async;
-    ASSERT_EQ(Logger::init(options), "");
+    ASSERT_EQ(test::error_text(Logger::init(options)), "");
     LOG_INFO("before-{}", 1);
     LOG_INFO("before-{}", 2);
     std::filesystem::rename(path, path + ".1");  // the writer may still hold lines: fine
@@ -99,7 +100,7 @@ TEST_F(LoggerTest, ReopenFromManyThreadsWhileTheyLogLosesNoRecord) {
   auto options = file_options(path);
   options.queue_capacity = 64;  // full queue: reopen requests must wait, never be dropped
   options.queue_full_policy = QueueFullPolicy::kDrop;
-  ASSERT_EQ(Logger::init(options), "");
+  ASSERT_EQ(test::error_text(Logger::init(options)), "");
   constexpr int kThreads = 4;
   constexpr int kRecords = 2000;
   std::vector<std::thread> threads;
@@ -119,7 +120,7 @@ TEST_F(LoggerTest, ReopenFromManyThreadsWhileTheyLogLosesNoRecord) {
 TEST_F(LoggerTest, ReopenRecreatesAMissingDirectoryAndIsANoOpWithoutALogger) {
   Logger::reopen();  // before init: nothing to do, nothing to crash
   const std::string path = dir_ / "sub/server.log";
-  ASSERT_EQ(Logger::init(file_options(path)), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(path))), "");
   LOG_INFO("first");
   Logger::reopen();
   LOG_INFO("flushed");
@@ -137,7 +138,7 @@ TEST_F(LoggerTest, ReopenRecreatesAMissingDirectoryAndIsANoOpWithoutALogger) {
 TEST_F(LoggerTest, FiltersLevelsAndChangesThemAtRunTime) {
   auto options = file_options(dir_ / "server.log");
   options.level = LogLevel::kWarn;
-  ASSERT_EQ(Logger::init(options), "");
+  ASSERT_EQ(test::error_text(Logger::init(options)), "");
   LOG_TRACE("trace-1");
   LOG_DEBUG("debug-1");
   LOG_INFO("info-1");
@@ -159,7 +160,7 @@ TEST_F(LoggerTest, FiltersLevelsAndChangesThemAtRunTime) {
 TEST_F(LoggerTest, DisabledLevelDoesNotEvaluateArguments) {
   auto options = file_options(dir_ / "server.log");
   options.level = LogLevel::kError;
-  ASSERT_EQ(Logger::init(options), "");
+  ASSERT_EQ(test::error_text(Logger::init(options)), "");
   int evaluated = 0;
   auto costly = [&evaluated] { return ++evaluated; };
   LOG_DEBUG("value {}", costly());
@@ -179,7 +180,7 @@ TEST(LogLevelText, ParsesNamesCaseInsensitively) {
 }
 
 TEST_F(LoggerTest, CleanShutdownWritesEveryRecord) {
-  ASSERT_EQ(Logger::init(file_options(dir_ / "server.log")), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "server.log"))), "");
   for (int i = 0; i < 5000; ++i) LOG_INFO("record {}", i);
   Logger::shutdown();
   auto lines = read_lines(dir_ / "server.log");
@@ -188,7 +189,7 @@ TEST_F(LoggerTest, CleanShutdownWritesEveryRecord) {
 }
 
 TEST_F(LoggerTest, ErrorIsWrittenBeforeTheCallReturns) {
-  ASSERT_EQ(Logger::init(file_options(dir_ / "server.log")), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "server.log"))), "");
   LOG_INFO("before the error");
   LOG_ERROR("disk {} failed", "sda");
   auto lines = read_lines(dir_ / "server.log");  // no shutdown, flush interval is 60 s
@@ -200,7 +201,7 @@ TEST_F(LoggerTest, ErrorIsWrittenBeforeTheCallReturns) {
 TEST_F(LoggerTest, SyncModeWritesBeforeTheCallReturns) {
   auto options = file_options(dir_ / "server.log");
   options.async = false;
-  ASSERT_EQ(Logger::init(options), "");
+  ASSERT_EQ(test::error_text(Logger::init(options)), "");
   LOG_INFO("sync {}", 1);
   LOG_DEBUG("sync {}", 2);
   auto lines = read_lines(dir_ / "server.log");
@@ -211,7 +212,7 @@ TEST_F(LoggerTest, SyncModeWritesBeforeTheCallReturns) {
 TEST_F(LoggerTest, FlushesEveryFlushInterval) {
   auto options = file_options(dir_ / "server.log");
   options.flush_interval_ms = 10;
-  ASSERT_EQ(Logger::init(options), "");
+  ASSERT_EQ(test::error_text(Logger::init(options)), "");
   LOG_INFO("flushed by the timer");
   // Bounded wait (no timing assertion): the record must show up without shutdown.
   bool seen = false;
@@ -223,7 +224,7 @@ TEST_F(LoggerTest, FlushesEveryFlushInterval) {
 }
 
 TEST_F(LoggerTest, LongMessagesAreKeptWhole) {
-  ASSERT_EQ(Logger::init(file_options(dir_ / "server.log")), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "server.log"))), "");
   std::string big(10000, 'z');
   LOG_INFO("big {} end", big);
   LOG_INFO("exactly {}", std::string(Logger::kInlineMessageSize - 8, 'e'));
@@ -256,7 +257,7 @@ namespace {
 // The background thread formats deferred records; whatever the argument types, the text
 // must be what fmt::format gives at the call site.
 TEST_F(LoggerTest, DeferredAndCallSiteFormattingGiveTheSameText) {
-  ASSERT_EQ(Logger::init(file_options(dir_ / "server.log")), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "server.log"))), "");
   std::vector<std::string> expected;
 #define CHECK_SAME(...)                           \
   do {                                            \
@@ -295,7 +296,7 @@ TEST_F(LoggerTest, DeferredAndCallSiteFormattingGiveTheSameText) {
 // A deferred record owns copies of its strings and of its format string: the caller may
 // change them as soon as the call returns.
 TEST_F(LoggerTest, DeferredRecordsCopyStringsAndRuntimeFormats) {
-  ASSERT_EQ(Logger::init(file_options(dir_ / "server.log")), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "server.log"))), "");
   std::string text = "first";
   std::string format = "runtime {} {}";
   LOG_INFO(fmt::runtime(format), text, 1);
@@ -310,7 +311,7 @@ TEST_F(LoggerTest, DeferredRecordsCopyStringsAndRuntimeFormats) {
 }
 
 TEST_F(LoggerTest, CreatesMissingDirectories) {
-  ASSERT_EQ(Logger::init(file_options(dir_ / "logs/deep/server.log")), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "logs/deep/server.log"))), "");
   LOG_WARN("here");
   Logger::shutdown();
   EXPECT_EQ(read_lines(dir_ / "logs/deep/server.log").size(), 1u);
@@ -318,19 +319,21 @@ TEST_F(LoggerTest, CreatesMissingDirectories) {
 
 TEST_F(LoggerTest, UnwritablePathReturnsAnErrorLine) {
   { std::ofstream(dir_ / "blocker") << "a regular file, not a directory"; }
-  auto error = Logger::init(file_options(dir_ / "blocker/logs/server.log"));
+  std::string error =
+      test::error_text(Logger::init(file_options(dir_ / "blocker/logs/server.log")));
   EXPECT_NE(error.find("cannot create log directory"), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos);
   std::filesystem::create_directory(dir_ / "isdir.log");
-  error = Logger::init(file_options(dir_ / "isdir.log"));
+  error = test::error_text(Logger::init(file_options(dir_ / "isdir.log")));
   EXPECT_NE(error.find("cannot open log file"), std::string::npos) << error;
   LOG_INFO("still usable after a failed init");  // goes to stderr; must not crash
 }
 
 TEST_F(LoggerTest, InitAgainAndShutdownTwiceAreSafe) {
-  ASSERT_EQ(Logger::init(file_options(dir_ / "one.log")), "");
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "one.log"))), "");
   LOG_INFO("first");
-  ASSERT_EQ(Logger::init(file_options(dir_ / "two.log")), "");  // replaces the first
+  ASSERT_EQ(test::error_text(Logger::init(file_options(dir_ / "two.log"))),
+            "");  // replaces the first
   LOG_INFO("second");
   Logger::shutdown();
   Logger::shutdown();
@@ -345,7 +348,7 @@ TEST_F(LoggerTest, RollingKeepsExactlyMaxFilesAndLosesNoRecordAcrossRotations) {
   auto options = file_options(dir_ / "server.log");
   options.max_size = 64 * 1024;
   options.max_files = 3;
-  ASSERT_EQ(Logger::init(options), "");
+  ASSERT_EQ(test::error_text(Logger::init(options)), "");
   for (int i = 0; i < kRecords; ++i) LOG_INFO("seq={}", i);
   Logger::shutdown();
   EXPECT_TRUE(exists(dir_ / "server.log.3"));
@@ -369,7 +372,7 @@ TEST_F(LoggerTest, RollingWithRoomForAllFilesKeepsEveryRecord) {
   auto options = file_options(dir_ / "server.log");
   options.max_size = 32 * 1024;
   options.max_files = 1000;
-  ASSERT_EQ(Logger::init(options), "");
+  ASSERT_EQ(test::error_text(Logger::init(options)), "");
   for (int i = 0; i < kRecords; ++i) LOG_INFO("seq={}", i);
   Logger::shutdown();
   size_t files = 0;
@@ -388,7 +391,7 @@ TEST_F(LoggerTest, FourThreadsHundredThousandRecordsEachAllPresentInOrder) {
   auto options = file_options(dir_ / "server.log");
   options.max_size = 0;
   options.queue_capacity = 4096;
-  ASSERT_EQ(Logger::init(options), "");
+  ASSERT_EQ(test::error_text(Logger::init(options)), "");
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
@@ -421,7 +424,7 @@ TEST_F(LoggerTest, LoggingDuringShutdownNeitherHangsNorCrashes) {
     auto options = file_options(dir_ / "server.log");
     options.async = async;
     options.queue_capacity = 64;
-    ASSERT_EQ(Logger::init(options), "");
+    ASSERT_EQ(test::error_text(Logger::init(options)), "");
     int saved_stderr = ::dup(STDERR_FILENO);
     int null_fd = ::open("/dev/null", O_WRONLY);
     ::dup2(null_fd, STDERR_FILENO);  // the late records' fallback lines
@@ -504,7 +507,7 @@ class StalledSinkTest : public LoggerTest {
 TEST_F(StalledSinkTest, DropPolicyDropsCountsAndLogsTheCount) {
   constexpr int kRecords = 20000;  // far more than queue + batch buffer + pipe can hold
   uint64_t dropped_before = Logger::dropped();
-  ASSERT_EQ(Logger::init(stalled_options(QueueFullPolicy::kDrop)), "");
+  ASSERT_EQ(test::error_text(Logger::init(stalled_options(QueueFullPolicy::kDrop))), "");
   for (int i = 0; i < kRecords; ++i) LOG_INFO("drop-test {} padding to make the line longer", i);
   uint64_t dropped = Logger::dropped() - dropped_before;
   EXPECT_GT(dropped, 0u);
@@ -520,7 +523,7 @@ TEST_F(StalledSinkTest, DropPolicyDropsCountsAndLogsTheCount) {
 TEST_F(StalledSinkTest, BlockPolicyWaitsAndLosesNothing) {
   constexpr int kRecords = 20000;
   uint64_t dropped_before = Logger::dropped();
-  ASSERT_EQ(Logger::init(stalled_options(QueueFullPolicy::kBlock)), "");
+  ASSERT_EQ(test::error_text(Logger::init(stalled_options(QueueFullPolicy::kBlock))), "");
   std::atomic<int> done{0};
   std::thread producer([&done] {
     for (int i = 0; i < kRecords; ++i) {
@@ -547,7 +550,7 @@ TEST_F(LoggerDeathTest, FatalIsWrittenThenAborts) {
   std::string path = dir_ / "fatal.log";
   EXPECT_DEATH(
       {
-        Logger::init(file_options(path));
+        (void)Logger::init(file_options(path));
         LOG_INFO("before fatal");
         LOG_FATAL("fatal-marker {}", 42);
       },

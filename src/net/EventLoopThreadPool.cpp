@@ -19,7 +19,7 @@ EventLoopThreadPool::~EventLoopThreadPool() {
   join();
 }
 
-std::string EventLoopThreadPool::start(std::string* warnings) {
+Result<void, Error> EventLoopThreadPool::start(std::string* warnings) {
   loops_.resize(thread_count_);
   for (size_t i = 0; i < thread_count_; ++i) {
     // Every failure names the worker and server.thread_num: under an address-space or thread
@@ -55,15 +55,16 @@ std::string EventLoopThreadPool::start(std::string* warnings) {
     } catch (const std::system_error& e) {  // no thread: RLIMIT_NPROC, or no room for a stack
       stop_all();
       join();
-      return which + "cannot start its thread: " + e.code().message() +
-             " (threads count against RLIMIT_NPROC and their stacks against RLIMIT_AS); lower "
-             "server.thread_num";
+      return Unexpected{Error(which + "cannot start its thread: " + e.code().message() +
+                                  " (threads count against RLIMIT_NPROC and their stacks "
+                                  "against RLIMIT_AS); lower server.thread_num",
+                              e.code())};
     }
     std::string result = created.get();
     if (!loops_[i]) {
       stop_all();
       join();
-      return result;
+      return Unexpected{Error(std::move(result))};
     }
     if (warnings) *warnings += result;
   }

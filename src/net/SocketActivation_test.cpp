@@ -19,6 +19,7 @@
 #include "ucp/net/TcpServer.h"
 
 #include "Backends.h"
+#include "ErrorText.h"
 
 namespace ucp {
 namespace {
@@ -219,7 +220,7 @@ TEST(TcpServerListenFd, AcceptsOnTheAdoptedSocketInsteadOfBinding) {
   ASSERT_TRUE(listener);
   const uint16_t port = InetAddress::local_of(listener.get())->port();
   TcpServer server(adopting(listener.release()), small_loop(), echo);
-  ASSERT_EQ(server.start(), "");
+  ASSERT_EQ(test::error_text(server.start()), "");
   EXPECT_EQ(server.local_address().port(), port);
   std::thread runner([&server] { server.run(); });
   EXPECT_EQ(round_trip(port, "adopted"), "adopted");
@@ -232,7 +233,7 @@ TEST(TcpServerListenFd, RefusesASocketThatIsNotListeningAndClosesIt) {
   ASSERT_GE(fd, 0);
   {
     TcpServer server(adopting(fd), small_loop(), echo);
-    const std::string error = server.start();
+    const std::string error = test::error_text(server.start());
     EXPECT_NE(error.find("is not a listening TCP socket"), std::string::npos) << error;
   }
   EXPECT_EQ(::fcntl(fd, F_GETFD), -1) << "the server owned the fd and closed it";

@@ -26,6 +26,7 @@
 #include "ucp/net/TcpServer.h"
 
 #include "Backends.h"
+#include "ErrorText.h"
 #include "LoopbackClient.h"
 
 namespace ucp {
@@ -141,7 +142,7 @@ class SinkServer {
     server_ = std::make_unique<TcpServer>(server_options, loop, [this, options](TcpConnection& c) {
       return verifying_sink(c, options, report_);
     });
-    EXPECT_EQ(server_->start(), "");
+    EXPECT_EQ(test::error_text(server_->start()), "");
     thread_ = std::thread([this] { server_->run(); });
   }
   ~SinkServer() {
@@ -315,7 +316,7 @@ TEST_P(ReceivePauses, AReadEndedByItsDeadlineLeavesTheConnectionReadable) {
   TcpServer server(server_options, loop, [&report, api](TcpConnection& c) {
     return read_with_deadline_then_echo(c, api, report);
   });
-  ASSERT_EQ(server.start(), "");
+  ASSERT_EQ(test::error_text(server.start()), "");
   std::thread runner([&] { server.run(); });
   {
     auto client = test::connect_loopback(server.local_address().port());

@@ -22,6 +22,7 @@
 #include "ucp/net/TcpServer.h"
 
 #include "Backends.h"
+#include "ErrorText.h"
 #include "LoopbackClient.h"
 
 namespace ucp {
@@ -48,7 +49,7 @@ class WriteServer {
     loop.backend = backend;
     loop.ring_entries = 256;
     server_ = std::make_unique<TcpServer>(options, loop, std::move(handler));
-    std::string error = server_->start();
+    std::string error = test::error_text(server_->start());
     EXPECT_EQ(error, "");
     thread_ = std::thread([this] { server_->run(); });
   }

@@ -5,19 +5,69 @@
 #include <optional>
 #include <string>
 
+#include <sys/socket.h>
+
+#include "ucp/io/ResumeOn.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/SocketActivation.h"
 
 #include "RingHandOff.h"
 
 namespace ucp {
+namespace {
 
-/// Per-worker state, touched only on that worker's thread (after creation).
+Unexpected<Error> describe_listen_error(const InetAddress& address, std::error_code error) {
+  if (error == std::errc::address_in_use) {
+    return Unexpected{Error("cannot listen on " + address.to_string() +
+                                ": address already in use; stop the other server or choose "
+                                "another server.port",
+                            error)};
+  }
+  return Unexpected{
+      Error("cannot listen on " + address.to_string() + ": " + error.message(), error)};
+}
+
+}  // namespace
+
+/// Per-worker state, touched only on that worker's thread (after creation). The counters
+/// are plain integers: collect_stats() reads them on this thread.
 struct TcpServer::Worker {
   EventLoop* loop = nullptr;
   size_t index = 0;
-  ConnectionNode* connections = nullptr;  // live connections, for draining at shutdown
+  ConnectionNode* connections = nullptr;  // live connections, for draining and stats
   bool draining = false;
+  uint64_t open = 0;
+  uint64_t accepted = 0;
+  uint64_t closed_bytes_received = 0;  // by connections that have closed
+  uint64_t closed_bytes_sent = 0;
+
+  WorkerCounters counters() const {
+    WorkerCounters out;
+    out.connections_open = open;
+    out.connections_accepted = accepted;
+    out.bytes_received = closed_bytes_received;
+    out.bytes_sent = closed_bytes_sent;
+    for (const ConnectionNode* node = connections; node; node = node->next) {
+      out.bytes_received += node->connection->bytes_read();
+      out.bytes_sent += node->connection->bytes_written();
+    }
+    out.loop = loop->stats();
+    return out;
+  }
+};
+
+/// One listening socket and the loop that accepts on it: the main loop (worker == nullptr:
+/// connections are handed off) or a worker (it serves what it accepts). Touched only on
+/// `loop`'s thread once the server runs.
+struct TcpServer::Acceptor {
+  TcpServer* server = nullptr;
+  EventLoop* loop = nullptr;
+  Worker* worker = nullptr;
+  UniqueFd listen_fd;
+  bool stopping = false;
+  bool waiting = false;  // an accept is in flight: cancel it to stop
+  std::chrono::steady_clock::time_point last_fd_warning{};
+  std::chrono::steady_clock::time_point last_limit_warning{};
 };
 
 TcpServer::TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler)
@@ -30,18 +80,22 @@ TcpServer::~TcpServer() {
   }
 }
 
-std::string TcpServer::start(std::string* warnings) {
+Result<void, Error> TcpServer::start(std::string* warnings) {
   // An inherited listening socket is ours from here on, whatever fails next.
   UniqueFd inherited(options_.listen_fd);
   std::optional<InetAddress> address;
   if (inherited) {
     if (auto checked = check_listening_tcp_socket(inherited.get()); !checked) {
-      return "inherited socket (fd " + std::to_string(inherited.get()) +
-             ") is not a listening TCP socket: " + checked.error().message();
+      return Unexpected{Error("inherited socket (fd " + std::to_string(inherited.get()) +
+                                  ") is not a listening TCP socket: " + checked.error().message(),
+                              checked.error())};
     }
   } else {
     address = InetAddress::parse(options_.ip, options_.port);
-    if (!address) return "server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address";
+    if (!address) {
+      return Unexpected{Error("server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address",
+                              std::make_error_code(std::errc::invalid_argument))};
+    }
   }
 
   // The main loop only accepts: it needs no provided or registered buffers of its own.
@@ -51,33 +105,37 @@ std::string TcpServer::start(std::string* warnings) {
   main_options.ring_entries = std::min<uint32_t>(loop_options_.ring_entries, 1024);
   std::string notes;
   auto main_loop = EventLoop::create(main_options, &notes);
-  if (!main_loop) return EventLoop::describe_setup_error(main_loop.error(), main_options);
+  if (!main_loop) {
+    return Unexpected{
+        Error(EventLoop::describe_setup_error(main_loop.error(), main_options), main_loop.error())};
+  }
   main_loop_ = std::move(*main_loop);
 
-  if (inherited) {
-    listen_fd_ = std::move(inherited);
-    local_ = InetAddress::local_of(listen_fd_.get()).value_or(InetAddress{});
-  } else {
-    auto listening = listen_on(*address, options_.listen);
-    if (!listening) {
-      if (listening.error() == std::errc::address_in_use) {
-        return "cannot listen on " + address->to_string() +
-               ": address already in use; stop the other server or choose another server.port";
-      }
-      return "cannot listen on " + address->to_string() + ": " + listening.error().message();
-    }
-    listen_fd_ = std::move(*listening);
-    local_ = InetAddress::local_of(listen_fd_.get()).value_or(*address);
+  acceptors_ = options_.acceptors;
+  if (inherited && acceptors_ == Acceptors::kPerWorker) {
+    notes +=
+        "server.acceptors = per_worker: the socket passed by the service manager is one socket "
+        "and cannot be split per worker (a SO_REUSEPORT group is formed by sockets this process "
+        "binds itself); the main loop accepts on it and hands connections to the workers\n";
+    acceptors_ = Acceptors::kMain;
   }
-
-  main_loop_->attach(listen_fd_.get());
+  UniqueFd main_listener;
+  if (inherited) {
+    main_listener = std::move(inherited);
+    local_ = InetAddress::local_of(main_listener.get()).value_or(InetAddress{});
+  } else if (acceptors_ == Acceptors::kMain) {
+    auto listening = listen_on(*address, options_.listen);
+    if (!listening) return describe_listen_error(*address, listening.error());
+    main_listener = std::move(*listening);
+    local_ = InetAddress::local_of(main_listener.get()).value_or(*address);
+  }
 
   // Worker loops share the main loop's kernel-side workers where the backend can (io_uring
   // SQPOLL: one poller thread for every ring).
   pool_ =
       std::make_unique<EventLoopThreadPool>(options_.thread_num, loop_options_, main_loop_.get());
   std::string worker_notes;
-  if (auto error = pool_->start(&worker_notes); !error.empty()) return error;
+  if (auto started = pool_->start(&worker_notes); !started) return started;
   // The loops warn alike (e.g. the fallback to epoll where io_uring is blocked): say it once.
   for (size_t begin = 0; begin < worker_notes.size();) {
     size_t end = worker_notes.find('\n', begin);
@@ -92,17 +150,71 @@ std::string TcpServer::start(std::string* warnings) {
     worker->index = workers_.size();
     workers_.push_back(std::move(worker));
   }
-  if (options_.msg_ring_handoff && !main_loop_->capabilities().ring_messages) {
+  if (acceptors_ == Acceptors::kPerWorker) {
+    if (auto listening = listen_per_worker(*address, notes); !listening) return listening;
+  } else {
+    auto acceptor = std::make_unique<Acceptor>();
+    acceptor->server = this;
+    acceptor->loop = main_loop_.get();
+    acceptor->listen_fd = std::move(main_listener);
+    main_loop_->attach(acceptor->listen_fd.get());
+    acceptor_list_.push_back(std::move(acceptor));
+  }
+  if (acceptors_ == Acceptors::kMain && options_.msg_ring_handoff &&
+      !main_loop_->capabilities().ring_messages) {
     notes += std::string("msg_ring_handoff: the ") + main_loop_->backend_name() +
              " backend has no ring messages (io_uring 5.18+ has IORING_OP_MSG_RING); handing "
              "connections to workers through the task queue + eventfd\n";
-  } else if (options_.msg_ring_handoff) {
+  } else if (acceptors_ == Acceptors::kMain && options_.msg_ring_handoff) {
     std::vector<EventLoop*> loops;
     for (auto& worker : workers_) loops.push_back(worker->loop);
     ring_hand_off_ = std::make_unique<RingHandOff>(*main_loop_, std::move(loops), this,
                                                    &deliver_from_ring, &fall_back_from_ring);
   }
+  listeners_open_.store(acceptor_list_.size());
   if (warnings) *warnings += notes;
+  return {};
+}
+
+// One listening socket per worker, all in one SO_REUSEPORT group: the first binds the
+// address as given (port 0: any free port), the others the port it got.
+Result<void, Error> TcpServer::listen_per_worker(const InetAddress& address, std::string& notes) {
+  InetAddress bind_to = address;
+  if (!options_.listen.reuse_port) {
+    // Nobody asked to share the port with other processes, but a SO_REUSEPORT bind would
+    // quietly join another server's group on it: a plain bind first says whether the port
+    // is free (and which one port 0 gives), as in the main-accepts mode.
+    UniqueFd probe(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
+    if (!probe) return describe_listen_error(address, error_from_errno(errno));
+    if (::bind(probe.get(), address.get(), address.length()) != 0) {
+      return describe_listen_error(address, error_from_errno(errno));
+    }
+    bind_to = InetAddress::local_of(probe.get()).value_or(address);
+  }
+  ListenOptions listen = options_.listen;
+  listen.reuse_port = true;
+  for (auto& worker : workers_) {
+    auto listening = listen_on(bind_to, listen);
+    if (!listening) {
+      acceptor_list_.clear();
+      return describe_listen_error(bind_to, listening.error());
+    }
+    if (acceptor_list_.empty()) {
+      local_ = InetAddress::local_of(listening->get()).value_or(bind_to);
+      bind_to = local_;
+    }
+    auto acceptor = std::make_unique<Acceptor>();
+    acceptor->server = this;
+    acceptor->loop = worker->loop;
+    acceptor->worker = worker.get();
+    acceptor->listen_fd = std::move(*listening);
+    acceptor_list_.push_back(std::move(acceptor));
+  }
+  if (options_.msg_ring_handoff) {
+    notes +=
+        "msg_ring_handoff: unused with server.acceptors = per_worker (each worker accepts "
+        "its own connections; nothing is handed off)\n";
+  }
   return {};
 }
 
@@ -112,11 +224,26 @@ uint64_t TcpServer::ring_hand_offs() const noexcept {
 
 std::string TcpServer::describe_loops() const {
   if (workers_.empty()) return main_loop_ ? main_loop_->describe() : std::string("not started");
-  return std::to_string(workers_.size()) + " worker loop(s), " + workers_.front()->loop->describe();
+  std::string text =
+      std::to_string(workers_.size()) + " worker loop(s), " + workers_.front()->loop->describe();
+  if (acceptors_ == Acceptors::kPerWorker) {
+    text += "; acceptors: per_worker (each worker accepts on its own SO_REUSEPORT socket)";
+  }
+  return text;
 }
 
 void TcpServer::run() {
-  main_loop_->spawn(accept_connections());
+  for (auto& acceptor : acceptor_list_) {
+    Acceptor* a = acceptor.get();
+    if (a->loop == main_loop_.get()) {
+      main_loop_->spawn(accept_connections(*a));
+      continue;
+    }
+    a->loop->post([this, a] {
+      a->loop->attach(a->listen_fd.get());
+      a->loop->spawn(accept_connections(*a));
+    });
+  }
   main_loop_->run();
   pool_->stop_all();
   pool_->join();
@@ -139,74 +266,89 @@ bool TcpServer::warn_allowed(std::chrono::steady_clock::time_point& last) noexce
   return true;
 }
 
-void TcpServer::on_multishot_accept(void* self, int fd) noexcept {
+void TcpServer::on_multishot_accept(void* acceptor, int fd) noexcept {
+  auto& self = *static_cast<Acceptor*>(acceptor);
   io::Accepted accepted;
   accepted.fd = UniqueFd(fd);
-  static_cast<TcpServer*>(self)->hand_off(std::move(accepted));  // peer: asked lazily
+  self.server->on_accepted(self, std::move(accepted));  // peer: asked lazily
 }
 
-Task<> TcpServer::accept_connections() {
-  if (ring_hand_off_) co_await ring_hand_off_->probe(shutting_down_);
-  if (main_loop_->capabilities().multishot_accept) {
-    co_await multishot_accept_loop();
+Task<> TcpServer::accept_connections(Acceptor& acceptor) {
+  if (ring_hand_off_) co_await ring_hand_off_->probe(acceptor.stopping);
+  if (acceptor.loop->capabilities().multishot_accept) {
+    co_await multishot_accept_loop(acceptor);
   } else {
-    co_await accept_loop();
+    co_await accept_loop(acceptor);
   }
 }
 
-Task<> TcpServer::multishot_accept_loop() {
-  io::MultishotAccept acceptor(*main_loop_, listen_fd_.get(), this, &on_multishot_accept);
-  while (!shutting_down_) {
-    accept_waiting_ = true;
-    auto ended = co_await acceptor;  // accepts until the kernel ends the multishot
-    accept_waiting_ = false;
-    if (shutting_down_) break;
-    if (!ended) co_await accept_backoff(ended.error());
+Task<> TcpServer::multishot_accept_loop(Acceptor& acceptor) {
+  io::MultishotAccept multishot(*acceptor.loop, acceptor.listen_fd.get(), &acceptor,
+                                &on_multishot_accept);
+  while (!acceptor.stopping) {
+    acceptor.waiting = true;
+    auto ended = co_await multishot;  // accepts until the kernel ends the multishot
+    acceptor.waiting = false;
+    if (acceptor.stopping) break;
+    if (!ended) co_await accept_backoff(acceptor, ended.error());
   }
 }
 
-Task<> TcpServer::accept_backoff(std::error_code error) {
+Task<> TcpServer::accept_backoff(Acceptor& acceptor, std::error_code error) {
   if (error == std::errc::too_many_files_open ||
       error == std::errc::too_many_files_open_in_system || error == std::errc::no_buffer_space ||
       error == std::errc::not_enough_memory) {
     // Out of fds: retrying at once would spin (docs/design.md, pitfall 8). Back off, warn once
-    // a second.
-    if (warn_allowed(last_fd_warning_)) {
+    // a second (per acceptor).
+    if (warn_allowed(acceptor.last_fd_warning)) {
       LOG_WARN("accept: {} ({} connections open); pausing accepts for 100 ms", error.message(),
                live_.load());
     }
-    co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(100));
+    co_await io::sleep_for(*acceptor.loop, std::chrono::milliseconds(100));
   } else if (error == std::errc::resource_unavailable_try_again) {  // our SQ + pending full
-    co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(1));
+    co_await io::sleep_for(*acceptor.loop, std::chrono::milliseconds(1));
   } else {
     LOG_DEBUG("accept: {}", error.message());  // ECONNABORTED and friends: the peer left
   }
 }
 
-Task<> TcpServer::accept_loop() {
-  while (!shutting_down_) {
-    accept_waiting_ = true;
-    auto accepted = co_await io::accept(*main_loop_, listen_fd_.get());
-    accept_waiting_ = false;
+Task<> TcpServer::accept_loop(Acceptor& acceptor) {
+  while (!acceptor.stopping) {
+    acceptor.waiting = true;
+    auto accepted = co_await io::accept(*acceptor.loop, acceptor.listen_fd.get());
+    acceptor.waiting = false;
     if (accepted) {
-      hand_off(std::move(*accepted));
+      on_accepted(acceptor, std::move(*accepted));
       continue;
     }
-    if (shutting_down_ || accepted.error() == std::errc::operation_canceled) break;
-    co_await accept_backoff(accepted.error());
+    if (acceptor.stopping || accepted.error() == std::errc::operation_canceled) break;
+    co_await accept_backoff(acceptor, accepted.error());
   }
 }
 
-void TcpServer::hand_off(io::Accepted accepted) {
-  if (live_.load(std::memory_order_relaxed) >= options_.max_connections) {
-    rejected_.fetch_add(1, std::memory_order_relaxed);
-    if (warn_allowed(last_limit_warning_)) {
-      LOG_WARN("max_connections ({}) reached: closing new connections at once ({} so far)",
-               options_.max_connections, rejected_.load());
-    }
-    return;  // ~UniqueFd closes it
+// The one max_connections count across acceptors: counted first, then checked, so that two
+// workers accepting at once cannot both take the last place.
+bool TcpServer::admit(Acceptor& acceptor) {
+  if (live_.fetch_add(1, std::memory_order_relaxed) < options_.max_connections) return true;
+  live_.fetch_sub(1, std::memory_order_relaxed);
+  const uint64_t rejected = rejected_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (warn_allowed(acceptor.last_limit_warning)) {
+    LOG_WARN("max_connections ({}) reached: closing new connections at once ({} so far)",
+             options_.max_connections, rejected);
   }
-  live_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void TcpServer::on_accepted(Acceptor& acceptor, io::Accepted accepted) {
+  if (!admit(acceptor)) return;  // ~UniqueFd closes it
+  if (acceptor.worker != nullptr) {
+    acceptor.loop->spawn(serve(*acceptor.worker, std::move(accepted)));
+    return;
+  }
+  hand_off(std::move(accepted));
+}
+
+void TcpServer::hand_off(io::Accepted accepted) {
   Worker& worker = *workers_[next_worker_];
   next_worker_ = (next_worker_ + 1) % workers_.size();
   if (ring_hand_off_ && ring_hand_off_->send(worker.index, accepted.fd)) return;
@@ -252,6 +394,8 @@ Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
   node.next = worker.connections;
   if (node.next) node.next->prev = &node;
   worker.connections = &node;
+  ++worker.open;
+  ++worker.accepted;
   if (worker.draining) connection.stop_reading();
   try {
     co_await handler_(connection);
@@ -262,21 +406,55 @@ Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
   if (node.prev) node.prev->next = node.next;
   if (node.next) node.next->prev = node.prev;
   if (worker.connections == &node) worker.connections = node.next;
+  --worker.open;
+  worker.closed_bytes_received += connection.bytes_read();
+  worker.closed_bytes_sent += connection.bytes_written();
   live_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Task<ServerStats> TcpServer::collect_stats() {
+  ServerStats stats;
+  stats.main_loop = main_loop_->stats();
+  stats.connections_rejected = rejected_.load(std::memory_order_relaxed);
+  // The shutdown stops the workers only once no collection is away on one (it waits for
+  // stats_collections_ to drop to 0): a hop to a stopped loop would never come back.
+  if (shutting_down_) co_return stats;
+  ++stats_collections_;
+  stats.workers.reserve(workers_.size());
+  for (auto& worker : workers_) {
+    co_await resume_on(*worker->loop);
+    stats.workers.push_back(worker->counters());
+  }
+  co_await resume_on(*main_loop_);
+  --stats_collections_;
+  co_return stats;
+}
+
+// Stops one acceptor on its own loop's thread: no new connection reaches it from here on,
+// and new connection attempts on its socket are refused (or, per worker, go to the sockets
+// still open, which close next).
+Task<> TcpServer::close_acceptor(Acceptor& acceptor) {
+  acceptor.stopping = true;
+  if (acceptor.waiting) (void)co_await io::cancel_fd(*acceptor.loop, acceptor.listen_fd.get());
+  acceptor.loop->detach(acceptor.listen_fd.get());
+  acceptor.listen_fd.reset();
+  listeners_open_.fetch_sub(1);
 }
 
 Task<> TcpServer::shutdown_sequence() {
   shutting_down_ = true;
   LOG_INFO("shutting down: {} connections open", live_.load());
-  if (accept_waiting_) (void)co_await io::cancel_fd(*main_loop_, listen_fd_.get());
-  main_loop_->detach(listen_fd_.get());
-  listen_fd_.reset();  // new connection attempts are refused from here on
+  for (auto& acceptor : acceptor_list_) {
+    if (acceptor->loop == main_loop_.get()) co_await close_acceptor(*acceptor);
+  }
   // Drain: every handler's next (or current) read ends with operation_canceled, while the
   // writes of what it has already read go on; its close() then flushes queued output. A
   // peer that stops reading holds its connection until the deadline below at most.
-  for (auto& worker : workers_) {
-    Worker* w = worker.get();
-    w->loop->post([w] {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Worker* w = workers_[i].get();
+    Acceptor* own = acceptors_ == Acceptors::kPerWorker ? acceptor_list_[i].get() : nullptr;
+    w->loop->post([this, w, own] {
+      if (own != nullptr) w->loop->spawn(close_acceptor(*own));
       w->draining = true;
       for (ConnectionNode* node = w->connections; node; node = node->next) {
         node->connection->stop_reading();
@@ -285,7 +463,8 @@ Task<> TcpServer::shutdown_sequence() {
   }
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.shutdown_timeout_ms);
-  while (live_.load() > 0 && std::chrono::steady_clock::now() < deadline && !stop_now_.load()) {
+  while ((live_.load() > 0 || listeners_open_.load() > 0 || stats_collections_ > 0) &&
+         std::chrono::steady_clock::now() < deadline && !stop_now_.load()) {
     co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(5));
   }
   if (live_.load() > 0 && stop_now_.load()) {
@@ -294,6 +473,8 @@ Task<> TcpServer::shutdown_sequence() {
     LOG_WARN("shutdown_timeout_ms ({}) passed with {} connections open: cancelling them",
              options_.shutdown_timeout_ms, live_.load());
   }
+  // A stats collection still away on a worker comes back within one of its iterations.
+  while (stats_collections_ > 0) co_await io::sleep_for(*main_loop_, std::chrono::milliseconds(1));
   pool_->stop_all();  // each worker cancels and reaps what is left, then returns
   main_loop_->stop();
 }

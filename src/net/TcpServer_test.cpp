@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "Backends.h"
+#include "ErrorText.h"
 
 namespace ucp {
 namespace {
@@ -56,6 +59,7 @@ struct ServerParams {
   bool receive_api = false;         // echo through receive() instead of read()
   bool msg_ring = false;            // hand accepted fds to workers with IORING_OP_MSG_RING
   BackendKind backend = BackendKind::kIoUring;
+  Acceptors acceptors = Acceptors::kMain;  // kPerWorker: each worker on its own SO_REUSEPORT
 };
 
 class RunningServer {
@@ -70,6 +74,7 @@ class RunningServer {
     options.max_connections = max_connections;
     options.shutdown_timeout_ms = 3000;
     options.msg_ring_handoff = params.msg_ring;
+    options.acceptors = params.acceptors;
     LoopOptions loop;
     loop.backend = params.backend;
     loop.ring_entries = 256;
@@ -81,7 +86,7 @@ class RunningServer {
     loop.registered_buffer_size = 4096;
     server_ = std::make_unique<TcpServer>(
         options, loop, params.receive_api ? &lending_echo_handler : &echo_handler);
-    std::string error = server_->start();
+    std::string error = test::error_text(server_->start());
     EXPECT_EQ(error, "");
     port_ = server_->local_address().port();
     thread_ = std::thread([this] { server_->run(); });
@@ -275,20 +280,33 @@ INSTANTIATE_TEST_SUITE_P(
         ServerParams{3, false, true, 256, 0, true, false, BackendKind::kEpoll},
         ServerParams{1, false, true, 4, 0, true, false, BackendKind::kEpoll},
         ServerParams{3, false, true, 0, 0, false, true, BackendKind::kEpoll},
-        ServerParams{1, false, true, 0, 64, true, false, BackendKind::kEpoll}),
+        ServerParams{1, false, true, 0, 64, true, false, BackendKind::kEpoll},
+        // every worker accepts on its own SO_REUSEPORT socket (no hand-off)
+        ServerParams{1, false, true, 256, 0, false, false, BackendKind::kIoUring,
+                     Acceptors::kPerWorker},
+        ServerParams{3, false, true, 256, 0, false, false, BackendKind::kIoUring,
+                     Acceptors::kPerWorker},
+        ServerParams{3, false, true, 0, 0, true, false, BackendKind::kIoUring,
+                     Acceptors::kPerWorker},
+        ServerParams{3, false, true, 256, 0, false, false, BackendKind::kEpoll,
+                     Acceptors::kPerWorker},
+        ServerParams{3, false, true, 0, 0, false, false, BackendKind::kEpoll,
+                     Acceptors::kPerWorker}),
     [](const auto& param_info) {
       const ServerParams& p = param_info.param;
       if (p.backend == BackendKind::kEpoll) {
         return std::string("epoll_threads") + std::to_string(p.threads) +
                (p.provided_buffers ? "_multishot" + std::to_string(p.provided_buffers) : "") +
                (p.registered_buffers ? "_registered" + std::to_string(p.registered_buffers) : "") +
-               (p.receive_api ? "_receive" : "") + (p.msg_ring ? "_msgring" : "");
+               (p.receive_api ? "_receive" : "") + (p.msg_ring ? "_msgring" : "") +
+               (p.acceptors == Acceptors::kPerWorker ? "_per_worker" : "");
       }
       return "threads" + std::to_string(p.threads) + (p.sqpoll ? "_sqpoll" : "") +
              (p.defer_taskrun ? "_defer" : "_coop") +
              (p.provided_buffers ? "_multishot" + std::to_string(p.provided_buffers) : "") +
              (p.registered_buffers ? "_registered" + std::to_string(p.registered_buffers) : "") +
-             (p.receive_api ? "_receive" : "") + (p.msg_ring ? "_msgring" : "");
+             (p.receive_api ? "_receive" : "") + (p.msg_ring ? "_msgring" : "") +
+             (p.acceptors == Acceptors::kPerWorker ? "_per_worker" : "");
     });
 
 // receive() really lends what the configuration promises: ring buffers with multishot,
@@ -316,7 +334,7 @@ std::array<int, 4> lease_sources_after_echo(BackendKind backend, uint32_t provid
   loop.provided_buffers_count = provided;
   loop.registered_buffers_count = registered;
   TcpServer server(options, loop, &counting_echo_handler);
-  EXPECT_EQ(server.start(), "");
+  EXPECT_EQ(test::error_text(server.start()), "");
   std::thread runner([&] { server.run(); });
   {
     UniqueFd client = connect_to(server.local_address().port());
@@ -337,9 +355,11 @@ std::array<int, 4> lease_sources_after_echo(BackendKind backend, uint32_t provid
 class TcpServerBackends : public ::testing::TestWithParam<BackendKind> {
  protected:
   void SetUp() override { UCP_SKIP_UNLESS_BACKEND_USABLE(GetParam()); }
-  ServerParams params(uint32_t threads, uint32_t provided_buffers = 0) const {
+  ServerParams params(uint32_t threads, uint32_t provided_buffers = 0,
+                      Acceptors acceptors = Acceptors::kMain) const {
     ServerParams p{threads, false, true, provided_buffers};
     p.backend = GetParam();
+    p.acceptors = acceptors;
     return p;
   }
 };
@@ -547,8 +567,166 @@ TEST_P(TcpServerBackends, ReportsPortInUse) {
   LoopOptions loop;
   loop.backend = GetParam();
   TcpServer second(options, loop, &echo_handler);
-  std::string error = second.start();
+  std::string error = test::error_text(second.start());
   EXPECT_NE(error.find("address already in use"), std::string::npos) << error;
+}
+
+// A snapshot taken the way the stats line takes it: collect_stats() on the main loop.
+ServerStats collect_stats(TcpServer& server) {
+  auto result = std::make_shared<std::promise<ServerStats>>();
+  auto future = result->get_future();
+  server.main_loop().post([&server, result] {
+    server.main_loop().spawn(
+        [](TcpServer& target, std::shared_ptr<std::promise<ServerStats>> out) -> Task<> {
+          out->set_value(co_await target.collect_stats());
+        }(server, result));
+  });
+  if (future.wait_for(10s) != std::future_status::ready) {
+    ADD_FAILURE() << "collect_stats() did not finish within 10 s";
+    return {};
+  }
+  return future.get();
+}
+
+uint64_t total_accepted(const ServerStats& stats) {
+  uint64_t sum = 0;
+  for (const auto& worker : stats.workers) sum += worker.connections_accepted;
+  return sum;
+}
+
+// connect, echo `message`, close: `cycles` times from `threads` client threads.
+int echo_cycles(uint16_t port, int threads, int cycles, size_t size) {
+  std::atomic<int> echoed{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < threads; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < cycles; ++i) {
+        UniqueFd client = connect_to(port);
+        if (!client) continue;
+        std::string message = pattern(size, static_cast<unsigned>(t * cycles + i));
+        if (!send_all(client.get(), message.data(), message.size())) continue;
+        if (recv_exact(client.get(), message.size()) == message) ++echoed;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  return echoed.load();
+}
+
+// Main-accepts mode: round-robin, so 10 connections on 2 workers are 5 and 5; bytes count
+// for closed connections and for one still open.
+TEST_P(TcpServerBackends, StatsCountConnectionsAndBytesPerWorker) {
+  RunningServer server(params(2));
+  EXPECT_EQ(echo_cycles(server.port(), 1, 10, 100), 10);
+  ASSERT_TRUE(wait_for_connections(server.server(), 0));
+  UniqueFd open = connect_to(server.port());
+  ASSERT_TRUE(send_all(open.get(), "fifty bytes of a connection that stays open.......", 50));
+  ASSERT_EQ(recv_exact(open.get(), 50).size(), 50u);
+  ServerStats stats = collect_stats(server.server());
+  ASSERT_EQ(stats.workers.size(), 2u);
+  EXPECT_EQ(stats.workers[0].connections_accepted + stats.workers[1].connections_accepted, 11u);
+  EXPECT_GE(stats.workers[0].connections_accepted, 5u);
+  EXPECT_GE(stats.workers[1].connections_accepted, 5u);
+  EXPECT_EQ(stats.workers[0].connections_open + stats.workers[1].connections_open, 1u);
+  EXPECT_EQ(stats.workers[0].bytes_received + stats.workers[1].bytes_received, 1050u);
+  EXPECT_EQ(stats.workers[0].bytes_sent + stats.workers[1].bytes_sent, 1050u);
+  EXPECT_GT(stats.workers[0].loop.submit_calls, 0u);
+  EXPECT_EQ(stats.connections_rejected, 0u);
+}
+
+// Per-worker acceptors: every worker accepts on its own SO_REUSEPORT socket, the kernel
+// spreads the connections by their addresses, and nothing is handed off.
+TEST_P(TcpServerBackends, PerWorkerAcceptorsServeAThousandConnectionsSpreadOverTheWorkers) {
+  RunningServer server(params(3, 64, Acceptors::kPerWorker));
+  ASSERT_EQ(server.server().acceptors(), Acceptors::kPerWorker);
+  EXPECT_NE(server.server().describe_loops().find("acceptors: per_worker"), std::string::npos);
+  EXPECT_EQ(echo_cycles(server.port(), 4, 250, 64), 1000);
+  ASSERT_TRUE(wait_for_connections(server.server(), 0));
+  ServerStats stats = collect_stats(server.server());
+  ASSERT_EQ(stats.workers.size(), 3u);
+  EXPECT_EQ(total_accepted(stats), 1000u);
+  for (size_t i = 0; i < stats.workers.size(); ++i) {
+    // A hash of 1,000 random source ports leaves a worker empty with odds below 1e-170.
+    EXPECT_GT(stats.workers[i].connections_accepted, 0u) << "worker " << i << " accepted none";
+    EXPECT_EQ(stats.workers[i].bytes_received, stats.workers[i].bytes_sent);
+  }
+}
+
+TEST_P(TcpServerBackends, PerWorkerAcceptorsStopGracefullyAndCloseEveryListener) {
+  const size_t before = open_fd_count();
+  auto server = std::make_unique<RunningServer>(params(2, 0, Acceptors::kPerWorker));
+  const uint16_t port = server->port();
+  std::vector<UniqueFd> clients;
+  std::string data = pattern(20000, 11);
+  for (int i = 0; i < 40; ++i) {
+    clients.push_back(connect_to(port));
+    ASSERT_TRUE(send_all(clients.back().get(), data.data(), data.size()));
+  }
+  for (auto& c : clients) EXPECT_EQ(recv_exact(c.get(), 100).size(), 100u);
+  server->stop();  // returns once every worker has stopped
+  for (auto& c : clients) {
+    std::string rest = recv_exact(c.get(), data.size());
+    EXPECT_LE(rest.size(), data.size() - 100);
+    EXPECT_TRUE(data.compare(100, rest.size(), rest) == 0) << "echo corrupted at shutdown";
+  }
+  EXPECT_FALSE(connect_to(port)) << "a listener is still open after the stop";
+  clients.clear();
+  server.reset();
+  EXPECT_EQ(open_fd_count(), before) << "fds leaked";
+}
+
+// One max_connections across the workers' acceptors: extra connections are refused on
+// whichever worker the kernel picks.
+TEST_P(TcpServerBackends, MaxConnectionsIsOneLimitAcrossPerWorkerAcceptors) {
+  RunningServer server(params(3, 0, Acceptors::kPerWorker), 10000, /*max_connections=*/5);
+  std::vector<UniqueFd> held;
+  for (int i = 0; i < 5; ++i) {
+    held.push_back(connect_to(server.port()));
+    ASSERT_TRUE(send_all(held.back().get(), "x", 1));
+    ASSERT_EQ(recv_exact(held.back().get(), 1), "x");
+  }
+  constexpr int kExtra = 12;
+  for (int i = 0; i < kExtra; ++i) {
+    UniqueFd extra = connect_to(server.port());
+    ASSERT_TRUE(extra);
+    char byte;
+    EXPECT_LE(recv_once(extra.get(), &byte), 0);  // closed at once
+  }
+  EXPECT_EQ(server.server().rejected_connections(), static_cast<uint64_t>(kExtra));
+  ServerStats stats = collect_stats(server.server());
+  uint64_t open = 0;
+  for (const auto& worker : stats.workers) open += worker.connections_open;
+  EXPECT_EQ(open, 5u);
+  EXPECT_EQ(stats.connections_rejected, static_cast<uint64_t>(kExtra));
+  held.pop_back();
+  ASSERT_TRUE(wait_for_connections(server.server(), 4));
+  UniqueFd again = connect_to(server.port());  // room again
+  ASSERT_TRUE(send_all(again.get(), "y", 1));
+  EXPECT_EQ(recv_exact(again.get(), 1), "y");
+}
+
+// Per-worker listeners use SO_REUSEPORT, but without server.reuse_port they must not quietly
+// join another server's group on the same port.
+TEST_P(TcpServerBackends, PerWorkerAcceptorsReportPortInUseUnlessReusePortIsAsked) {
+  RunningServer first(params(2, 0, Acceptors::kPerWorker));
+  ServerOptions options;
+  options.ip = "127.0.0.1";
+  options.port = first.port();
+  options.thread_num = 2;
+  options.acceptors = Acceptors::kPerWorker;
+  LoopOptions loop;
+  loop.backend = GetParam();
+  loop.ring_entries = 64;
+  {
+    TcpServer second(options, loop, &echo_handler);
+    std::string error = test::error_text(second.start());
+    EXPECT_NE(error.find("address already in use"), std::string::npos) << error;
+  }
+  // Asked for: the second server joins the group and the two share the port.
+  options.listen.reuse_port = true;
+  TcpServer second(options, loop, &echo_handler);
+  EXPECT_EQ(test::error_text(second.start()), "");
+  EXPECT_EQ(second.local_address().port(), first.port());
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ int main() {
   options.ip = "127.0.0.1";
   options.port = 0;  // any free port
   ucp::TcpServer server(options, ucp::LoopOptions{}, echo);
-  if (auto error = server.start(); !error.empty())
-    return std::fprintf(stderr, "%s\n", error.c_str()), 1;
+  if (auto started = server.start(); !started)
+    return std::fprintf(stderr, "%s\n", started.error().message.c_str()), 1;
   std::printf("UCP %s: listening on %s\n", UCP_VERSION_STRING,
               server.local_address().to_string().c_str());
   std::fflush(stdout);

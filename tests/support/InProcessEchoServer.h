@@ -9,6 +9,7 @@
 #include "ucp/net/TcpServer.h"
 
 #include "Backends.h"
+#include "ErrorText.h"
 
 namespace ucp::test {
 
@@ -36,7 +37,7 @@ class InProcessEchoServer {
     loop.backend = backend_under_test();
     loop.ring_entries = 256;
     server_ = std::make_unique<TcpServer>(options, loop, &echo_handler);
-    error_ = server_->start();
+    error_ = error_text(server_->start());
     if (!error_.empty()) return;
     port_ = server_->local_address().port();
     thread_ = std::thread([this] { server_->run(); });

@@ -1,11 +1,20 @@
 #pragma once
-// Result<T>: the value of an operation or the std::error_code that says why it failed.
-// Mirrors the part of std::expected<T, std::error_code> UCP uses (has_value, *, ->, error()),
-// so that it can become an alias when the project moves to C++23.
+// Result<T, E>: the value of an operation or the error that says why it failed. UCP reports
+// every failure this one way — no exceptions across its API, no empty-string successes:
+//
+//   Result<size_t>               I/O: the error is a std::error_code (errno, timed_out...),
+//                                tested as `n.error() == std::errc::timed_out`
+//   Result<void, Error>          set-up a person reads about (start a server, load a config):
+//                                Error carries one line saying what failed and what to do,
+//                                and the std::error_code it came from when there is one
+//
+// Mirrors the part of std::expected<T, E> UCP uses (has_value, *, ->, error(), value_or), so
+// that it can become an alias when the project moves to C++23.
 
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -13,19 +22,40 @@
 
 namespace ucp {
 
+/// A failure a person reads: one line (no trailing newline) saying what went wrong and what
+/// to do about it, and the error code behind it when there is one.
+struct Error {
+  std::string message;
+  std::error_code code;
+
+  Error() = default;
+  explicit Error(std::string what, std::error_code why = {})
+      : message(std::move(what)), code(why) {}
+};
+
 /// Wraps an error for construction of a Result, like std::unexpected.
+template <class E = std::error_code>
 struct Unexpected {
+  E error;
+  explicit Unexpected(E e) : error(std::move(e)) {}
+};
+
+template <>
+struct Unexpected<std::error_code> {
   std::error_code error;
   explicit Unexpected(std::error_code e) noexcept : error(e) {}
   explicit Unexpected(std::errc e) noexcept : error(std::make_error_code(e)) {}
 };
 
-template <class T>
+Unexpected(std::errc) -> Unexpected<std::error_code>;
+
+template <class T, class E = std::error_code>
 class [[nodiscard]] Result {
  public:
   Result(T value) noexcept(std::is_nothrow_move_constructible_v<T>)  // NOLINT: implicit by design
       : state_(std::in_place_index<0>, std::move(value)) {}
-  Result(Unexpected u) noexcept : state_(std::in_place_index<1>, u.error) {}  // NOLINT
+  Result(Unexpected<E> u) noexcept(std::is_nothrow_move_constructible_v<E>)  // NOLINT
+      : state_(std::in_place_index<1>, std::move(u.error)) {}
 
   bool has_value() const noexcept { return state_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
@@ -37,8 +67,10 @@ class [[nodiscard]] Result {
   T&& operator*() && noexcept { return std::move(*this).value(); }
   T* operator->() noexcept { return &value(); }
   const T* operator->() const noexcept { return &value(); }
-  std::error_code error() const noexcept {
-    return has_value() ? std::error_code{} : std::get<1>(state_);
+  /// The error; E{} when there is a value.
+  E error() const {
+    if (has_value()) return E{};
+    return std::get<1>(state_);
   }
   template <class U>
   T value_or(U&& fallback) const& {
@@ -46,20 +78,23 @@ class [[nodiscard]] Result {
   }
 
  private:
-  std::variant<T, std::error_code> state_;
+  std::variant<T, E> state_;
 };
 
-template <>
-class [[nodiscard]] Result<void> {
+template <class E>
+class [[nodiscard]] Result<void, E> {
  public:
   Result() noexcept = default;
-  Result(Unexpected u) noexcept : error_(u.error) {}  // NOLINT: implicit by design
-  bool has_value() const noexcept { return !error_; }
+  Result(Unexpected<E> u) noexcept(std::is_nothrow_move_constructible_v<E>)  // NOLINT
+      : error_(std::move(u.error)), failed_(true) {}
+
+  bool has_value() const noexcept { return !failed_; }
   explicit operator bool() const noexcept { return has_value(); }
-  std::error_code error() const noexcept { return error_; }
+  const E& error() const noexcept { return error_; }
 
  private:
-  std::error_code error_;
+  E error_{};
+  bool failed_ = false;
 };
 
 /// The one conversion from a kernel result (>= 0 count, < 0 -errno) to a Result.

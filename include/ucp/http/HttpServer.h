@@ -10,7 +10,7 @@
 //     co_return;
 //   });
 //   server.use(ucp::http::access_log());
-//   if (auto error = server.start(); !error.empty()) { /* exit 1 */ }
+//   if (auto started = server.start(); !started) { /* started.error().message; exit 1 */ }
 //   server.run();  // until stop()
 //
 // What the server does for every connection (docs/http.md has the whole list): RFC 9112
@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "ucp/base/Defaults.h"
 #include "ucp/base/UniqueFunction.h"
 #include "ucp/coro/Task.h"
 #include "ucp/http/Request.h"
@@ -45,17 +46,20 @@
 namespace ucp::http {
 
 struct HttpOptions {
-  uint32_t max_request_line_bytes = 8192;  // method + target + version; beyond: 414
-  uint32_t max_header_bytes = 16384;       // header fields after the request line: 431
-  uint64_t max_body_bytes = 1048576;       // request body: 413
-  uint32_t header_timeout_ms = 10000;      // first byte of a request to the end of its head:
-                                           // 408 (0 = none); also a new connection's wait
-                                           // for its first byte (then closed silently)
-  uint32_t keepalive_timeout_ms = 75000;   // idle between requests, then closed (0 = none)
-  uint32_t body_timeout_ms = 5000;         // each read of a request body: 408 (0 = none)
-  uint32_t send_timeout_ms = 60000;        // a write that makes no progress: closed (0 = none)
-  uint32_t linger_timeout_ms = 5000;       // after an error: read and drop at most this long
-  std::string server_name = "ucp";         // Server header; empty = none
+  uint32_t max_request_line_bytes = defaults::kMaxRequestLineBytes;  // beyond: 414
+  uint32_t max_header_bytes = defaults::kMaxHeaderBytes;  // fields after the request line: 431
+  uint64_t max_body_bytes = defaults::kMaxBodyBytes;      // request body: 413
+  uint32_t header_timeout_ms =
+      defaults::kHeaderTimeoutMs;  // first byte of a request to the end of its head:
+                                   // 408 (0 = none); also a new connection's wait
+                                   // for its first byte (then closed silently)
+  uint32_t keepalive_timeout_ms =
+      defaults::kKeepaliveTimeoutMs;  // idle between requests, then closed (0 = none)
+  uint32_t body_timeout_ms = 5000;    // each read of a request body: 408 (0 = none)
+  uint32_t send_timeout_ms =
+      defaults::kSendTimeoutMs;       // a write that makes no progress: closed (0 = none)
+  uint32_t linger_timeout_ms = 5000;  // after an error: read and drop at most this long
+  std::string server_name = "ucp";    // Server header; empty = none
 };
 
 class Next;
@@ -117,8 +121,8 @@ class HttpServer {
   /// Appends a middleware to the chain (first added runs outermost); before start().
   void use(Middleware middleware);
 
-  /// See TcpServer::start: "" or one line saying what failed and what to do.
-  std::string start(std::string* warnings = nullptr);
+  /// See TcpServer::start: the Error says in one line what failed and what to do.
+  Result<void, Error> start(std::string* warnings = nullptr);
   void run();
   void stop() noexcept;
 

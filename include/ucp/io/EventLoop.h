@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "ucp/base/Defaults.h"
 #include "ucp/base/MpscQueue.h"
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
@@ -65,16 +66,21 @@ enum class BackendKind : uint8_t {
 /// Loop set-up knobs (the [event_loop] config section maps onto these).
 struct LoopOptions {
   BackendKind backend = BackendKind::kAuto;
-  uint32_t ring_entries = 4096;  // io_uring SQ size; the CQ gets 4x
-  bool sqpoll = false;           // io_uring: IORING_SETUP_SQPOLL
-  uint32_t sqpoll_idle_ms = 50;
-  uint32_t pending_queue_capacity = 65536;  // operations waiting while the SQ is full
-  bool defer_taskrun = true;                // io_uring: SINGLE_ISSUER + DEFER_TASKRUN
-  uint32_t provided_buffers_count = 0;      // receive buffers for multishot receive; 0 = none
-  uint32_t provided_buffer_size = 4096;
-  uint32_t registered_buffers_count = 0;  // io_uring fixed buffers (READ/WRITE_FIXED); 0 = none
-  uint32_t registered_buffer_size = 4096;
-  uint32_t cqe_batch = 0;  // completions handled per iteration; 0 = all that are ready
+  uint32_t ring_entries = defaults::kRingEntries;  // io_uring SQ size; the CQ gets 4x
+  bool sqpoll = defaults::kSqpoll;                 // io_uring: IORING_SETUP_SQPOLL
+  uint32_t sqpoll_idle_ms = defaults::kSqpollIdleMs;
+  // Operations waiting while the SQ is full.
+  uint32_t pending_queue_capacity = defaults::kPendingQueueCapacity;
+  bool defer_taskrun = defaults::kDeferTaskrun;  // io_uring: SINGLE_ISSUER + DEFER_TASKRUN
+  // Receive buffers for multishot receive; 0 = none (the server binaries use
+  // defaults::kProvidedBuffersCount).
+  uint32_t provided_buffers_count = 0;
+  uint32_t provided_buffer_size = defaults::kProvidedBufferSize;
+  // io_uring fixed buffers (READ/WRITE_FIXED); 0 = none.
+  uint32_t registered_buffers_count = defaults::kRegisteredBuffersCount;
+  uint32_t registered_buffer_size = defaults::kRegisteredBufferSize;
+  // Completions handled per iteration; 0 = all that are ready.
+  uint32_t cqe_batch = defaults::kCqeBatch;
 };
 
 /// What the running backend can do (probed at start, not guessed from a kernel version).

@@ -29,6 +29,8 @@
 
 #include <fmt/format.h>
 
+#include "ucp/base/Result.h"
+
 namespace ucp {
 
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kFatal };
@@ -57,10 +59,10 @@ struct LogOptions {
 /// (created by init, retired by shutdown). Any thread may log at any time.
 class Logger {
  public:
-  /// Opens the sinks and starts the background thread. Returns an empty string on success,
-  /// else one line saying what is wrong (e.g. "cannot open log file logs/x.log: Permission
+  /// Opens the sinks and starts the background thread. On failure the Error's message is
+  /// one line saying what is wrong (e.g. "cannot open log file logs/x.log: Permission
   /// denied"); the caller decides to exit.
-  static std::string init(const LogOptions& options);
+  static Result<void, Error> init(const LogOptions& options);
   /// Writes and flushes every record logged so far, stops the background thread.
   static void shutdown() noexcept;
   /// Reopens the log file at its configured path (logrotate: move the file away, then ask

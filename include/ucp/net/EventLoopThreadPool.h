@@ -25,8 +25,8 @@ class EventLoopThreadPool {
   ~EventLoopThreadPool();
 
   /// Starts every thread and waits until each has its ring. On failure the threads that
-  /// did start are stopped and the returned line says why; warnings are appended.
-  std::string start(std::string* warnings);
+  /// did start are stopped and the Error says why in one line; warnings are appended.
+  Result<void, Error> start(std::string* warnings);
   EventLoop& next_loop() noexcept;
   const std::vector<std::unique_ptr<EventLoop>>& loops() const noexcept { return loops_; }
   void stop_all() noexcept;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "ucp/base/Defaults.h"
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
 #include "ucp/net/InetAddress.h"
@@ -11,8 +12,8 @@
 namespace ucp {
 
 struct ListenOptions {
-  uint32_t backlog = 4096;
-  bool reuse_port = false;  // off by default: it lets a second live server bind the same port
+  uint32_t backlog = defaults::kBacklog;
+  bool reuse_port = defaults::kReusePort;
 };
 
 /// socket + SO_REUSEADDR (+ SO_REUSEPORT) + bind + listen. EADDRINUSE means the port is taken.

@@ -1,18 +1,27 @@
 #pragma once
-// TcpServer: the entry point. It owns the main loop (which accepts) and the worker pool
-// (which owns connections). Each accepted socket is handed to the next worker round-robin,
-// where a coroutine runs the user's handler, then closes the connection. Two hand-off paths:
-//   - EventLoop::post (default): the lock-free task queue plus the worker's eventfd;
-//   - msg_ring_handoff: the main ring sends the fd number straight into the worker's ring
-//     (IORING_OP_MSG_RING). Until the main ring's own CQE confirms delivery the fd is still
-//     the main loop's; a failed send falls back to post for that connection.
+// TcpServer: the entry point. It owns the main loop and the worker pool (which owns
+// connections); on a worker a coroutine runs the user's handler, then closes the connection.
+// Who accepts (ServerOptions::acceptors):
+//   - kMain (default): the main loop accepts and hands each socket to the next worker,
+//     round-robin, through one of two paths:
+//       - EventLoop::post (default): the lock-free task queue plus the worker's eventfd;
+//       - msg_ring_handoff: the main ring sends the fd number straight into the worker's ring
+//         (IORING_OP_MSG_RING). Until the main ring's own CQE confirms delivery the fd is
+//         still the main loop's; a failed send falls back to post for that connection.
+//   - kPerWorker: every worker loop listens on a socket of its own, all bound to the same
+//     address with SO_REUSEPORT, and accepts on it directly (no hand-off). The kernel picks
+//     the socket, and so the worker, by a hash of each connection's addresses and ports.
+//     The main loop then only runs signals, stats and the graceful stop.
+// max_connections is one limit across all acceptors (an atomic count, touched once per
+// connection).
 //
 //   ucp::TcpServer server(options, loop_options, [](ucp::TcpConnection& c) { return echo(c); });
-//   if (auto error = server.start(); !error.empty()) { /* print, exit 1 */ }
+//   if (auto started = server.start(); !started) { /* print started.error().message, exit 1 */ }
 //   server.run();  // until stop()
 //
 // Thread contract: construct, start and run on one thread (it becomes the main loop's);
-// stop() from any thread. The handler is called on worker threads, concurrently.
+// stop() from any thread, collect_stats() on the main loop. The handler is called on worker
+// threads, concurrently.
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "ucp/base/Defaults.h"
 #include "ucp/base/UniqueFd.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
@@ -36,28 +46,53 @@ namespace ucp {
 
 class RingHandOff;
 
+/// Who accepts connections (the [server] acceptors key: main | per_worker).
+enum class Acceptors : uint8_t {
+  kMain,       // the main loop accepts and hands connections to the workers round-robin
+  kPerWorker,  // each worker accepts on its own SO_REUSEPORT listening socket
+};
+
 struct ServerOptions {
-  std::string ip = "0.0.0.0";
-  uint16_t port = 8888;
-  uint32_t thread_num = 1;          // 0 = one per CPU
-  uint32_t read_timeout_ms = 5000;  // 0 = none
-  uint32_t max_connections = 100000;
+  std::string ip = defaults::kIp;
+  uint16_t port = defaults::kPort;
+  uint32_t thread_num = defaults::kThreadNum;           // 0 = one per CPU
+  uint32_t read_timeout_ms = defaults::kReadTimeoutMs;  // 0 = none
+  uint32_t max_connections = defaults::kMaxConnections;
   ListenOptions listen;
-  bool tcp_nodelay = true;
+  bool tcp_nodelay = defaults::kTcpNoDelay;
   // Graceful stop: how long connections get to finish; also how long close() waits for a
   // peer that takes none of its queued output before dropping it.
-  uint32_t shutdown_timeout_ms = 5000;
+  uint32_t shutdown_timeout_ms = defaults::kShutdownTimeoutMs;
   // Hand accepted fds to workers with IORING_OP_MSG_RING instead of post + eventfd
   // ([event_loop] msg_ring_handoff). Without kernel support: one warning, then post.
-  bool msg_ring_handoff = false;
-  uint64_t max_output_bytes = 4194304;  // per connection: write() waits above it
+  bool msg_ring_handoff = defaults::kMsgRingHandOff;
+  uint64_t max_output_bytes = defaults::kMaxOutputBytes;  // per connection: write() waits above it
   // Output that waits this long for the peer to take a byte fails with timed_out and the
   // connection stops reading (its handler then returns and it closes). 0 = never.
-  uint32_t write_timeout_ms = 0;
+  uint32_t write_timeout_ms = defaults::kWriteTimeoutMs;
   // An already-listening TCP socket to accept on instead of binding ip:port (socket
   // activation: ucp/net/SocketActivation.h); -1 = bind. start() takes ownership of it, and
-  // ip, port and listen are then unused.
+  // ip, port and listen are then unused. One socket cannot be split per worker: with
+  // kPerWorker, start() warns and the main loop accepts on it.
   int listen_fd = -1;
+  // kPerWorker sets SO_REUSEPORT on every worker's socket whatever listen.reuse_port says.
+  Acceptors acceptors = Acceptors::kMain;
+};
+
+/// One worker loop's counters, read on that loop's thread by TcpServer::collect_stats.
+struct WorkerCounters {
+  uint64_t connections_open = 0;
+  uint64_t connections_accepted = 0;  // served by this worker since start
+  uint64_t bytes_received = 0;        // by its connections, open and closed
+  uint64_t bytes_sent = 0;
+  LoopStats loop;  // its event loop's counters (cumulative)
+};
+
+/// A snapshot of a running server (TcpServer::collect_stats). Counters are cumulative.
+struct ServerStats {
+  std::vector<WorkerCounters> workers;  // empty once a stop has begun
+  LoopStats main_loop;
+  uint64_t connections_rejected = 0;  // closed at once at max_connections
 };
 
 class TcpServer {
@@ -69,10 +104,10 @@ class TcpServer {
   TcpServer& operator=(const TcpServer&) = delete;
   ~TcpServer();
 
-  /// Creates the rings, binds and listens. Returns "" or one line saying what failed and
-  /// what to do (port in use, io_uring unavailable...). Optional features the machine
-  /// cannot give are appended to `warnings`, one line each.
-  std::string start(std::string* warnings = nullptr);
+  /// Creates the rings, binds and listens. On failure the Error's message is one line saying
+  /// what failed and what to do (port in use, io_uring unavailable...). Optional features the
+  /// machine cannot give are appended to `warnings`, one line each.
+  Result<void, Error> start(std::string* warnings = nullptr);
   /// Accepts on the calling thread until stop(); returns once every worker has stopped.
   void run();
   /// Any thread. Graceful: stop accepting, let handlers finish writing what they have
@@ -92,26 +127,39 @@ class TcpServer {
   }
   /// Connections a worker received through IORING_OP_MSG_RING (the rest went through post).
   uint64_t ring_hand_offs() const noexcept;
+  /// How connections are accepted after start(): kMain when kPerWorker was asked for with an
+  /// inherited socket.
+  Acceptors acceptors() const noexcept { return acceptors_; }
+
+  /// Main loop's thread only. Visits each worker loop in turn (resume_on: one post there and
+  /// one back) and reads its counters on its own thread, so the connections' paths carry no
+  /// atomics for them. Once a stop has begun it returns at once, without the workers.
+  Task<ServerStats> collect_stats();
 
  private:
   struct Worker;
+  struct Acceptor;
   struct ConnectionNode {
     TcpConnection* connection;
     ConnectionNode* prev = nullptr;
     ConnectionNode* next = nullptr;
   };
-  Task<> accept_loop();
-  Task<> multishot_accept_loop();
-  Task<> accept_backoff(std::error_code error);
-  static void on_multishot_accept(void* self, int fd) noexcept;
+  Result<void, Error> listen_per_worker(const InetAddress& address, std::string& notes);
+  Task<> accept_connections(Acceptor& acceptor);
+  Task<> accept_loop(Acceptor& acceptor);
+  Task<> multishot_accept_loop(Acceptor& acceptor);
+  Task<> accept_backoff(Acceptor& acceptor, std::error_code error);
+  static void on_multishot_accept(void* acceptor, int fd) noexcept;
+  void on_accepted(Acceptor& acceptor, io::Accepted accepted);
+  bool admit(Acceptor& acceptor);
+  Task<> close_acceptor(Acceptor& acceptor);
   Task<> serve(Worker& worker, io::Accepted accepted);
   Task<> shutdown_sequence();
   void hand_off(io::Accepted accepted);
   void post_to_worker(Worker& worker, io::Accepted accepted);
   static void deliver_from_ring(void* self, size_t index, UniqueFd fd, bool closing);
   static void fall_back_from_ring(void* self, size_t index, UniqueFd fd);
-  Task<> accept_connections();
-  bool warn_allowed(std::chrono::steady_clock::time_point& last) noexcept;
+  static bool warn_allowed(std::chrono::steady_clock::time_point& last) noexcept;
 
   ServerOptions options_;
   LoopOptions loop_options_;
@@ -121,16 +169,17 @@ class TcpServer {
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;
   std::unique_ptr<RingHandOff> ring_hand_off_;  // opt-in: msg_ring_handoff
-  UniqueFd listen_fd_;
+  Acceptors acceptors_ = Acceptors::kMain;
+  // kMain: one, on the main loop; kPerWorker: one per worker, in the workers' order.
+  std::vector<std::unique_ptr<Acceptor>> acceptor_list_;
   InetAddress local_;
   std::atomic<size_t> live_{0};
+  std::atomic<size_t> listeners_open_{0};  // acceptors not yet closed by the shutdown
   std::atomic<uint64_t> rejected_{0};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> stop_now_{false};  // end the graceful stop's wait early
-  bool shutting_down_ = false;
-  bool accept_waiting_ = false;
-  std::chrono::steady_clock::time_point last_fd_warning_{};
-  std::chrono::steady_clock::time_point last_limit_warning_{};
+  bool shutting_down_ = false;         // main loop's thread
+  uint32_t stats_collections_ = 0;     // collect_stats() calls away on a worker (main thread)
 };
 
 }  // namespace ucp

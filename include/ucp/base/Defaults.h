@@ -1,0 +1,53 @@
+#pragma once
+// The default of every setting that exists twice: once as a library option struct
+// (ServerOptions, ListenOptions, OutputLimits, LoopOptions, HttpOptions) and once as a config
+// key ([server], [event_loop], [http] in ucp/config/Config.h). Both initialise from here, so
+// the library a program links and the binaries an operator runs cannot drift apart;
+// config/ucp.conf and the key tables in docs/config.md are checked against Config{} by
+// Config_test. The config layer sits beside, not above, the I/O layers, which is why the
+// numbers live in base and not in either struct.
+
+#include <cstdint>
+
+namespace ucp::defaults {
+
+// [server] / ServerOptions, ListenOptions, OutputLimits
+inline constexpr const char* kIp = "0.0.0.0";
+inline constexpr uint16_t kPort = 8888;
+inline constexpr uint32_t kThreadNum = 1;  // worker loops; 0 = one per CPU
+inline constexpr uint32_t kReadTimeoutMs = 5000;
+inline constexpr uint32_t kMaxConnections = 100000;
+inline constexpr uint32_t kBacklog = 4096;
+inline constexpr bool kReusePort = false;  // it lets a second live server bind the same port
+inline constexpr bool kTcpNoDelay = true;
+inline constexpr uint32_t kShutdownTimeoutMs = 5000;
+inline constexpr uint64_t kMaxOutputBytes = 4 * 1024 * 1024;
+// A peer that takes no output for a minute is closed, as kSendTimeoutMs does for HTTP;
+// 0 = a peer may stop reading for ever.
+inline constexpr uint32_t kWriteTimeoutMs = 60000;
+inline constexpr bool kMsgRingHandOff = false;  // measured no faster than the task queue
+
+// [event_loop] / LoopOptions
+inline constexpr uint32_t kRingEntries = 4096;
+inline constexpr bool kSqpoll = false;
+inline constexpr uint32_t kSqpollIdleMs = 50;
+inline constexpr uint32_t kPendingQueueCapacity = 65536;
+inline constexpr bool kDeferTaskrun = true;
+inline constexpr bool kMultishotRecv = true;
+// The binaries give each loop this many receive buffers. A bare LoopOptions has none (0):
+// a loop a library user makes for a client or a timer maps no buffer memory unless asked.
+inline constexpr uint32_t kProvidedBuffersCount = 4096;
+inline constexpr uint32_t kProvidedBufferSize = 4096;
+inline constexpr uint32_t kRegisteredBuffersCount = 0;
+inline constexpr uint32_t kRegisteredBufferSize = 4096;
+inline constexpr uint32_t kCqeBatch = 0;  // 0 = every completion that is ready
+
+// [http] / HttpOptions
+inline constexpr uint32_t kMaxRequestLineBytes = 8192;
+inline constexpr uint32_t kMaxHeaderBytes = 16384;
+inline constexpr uint64_t kMaxBodyBytes = 1024 * 1024;
+inline constexpr uint32_t kHeaderTimeoutMs = 10000;
+inline constexpr uint32_t kKeepaliveTimeoutMs = 75000;
+inline constexpr uint32_t kSendTimeoutMs = 60000;
+
+}  // namespace ucp::defaults
