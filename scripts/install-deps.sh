@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages_for() {
   case "$1" in
-    core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp" ;;
+    core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp zlib1g-dev" ;;
     test) echo "curl clang libclang-rt-14-dev" ;;
     bench) echo "libbenchmark-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3" ;;
     memcheck) echo "valgrind" ;;
