@@ -71,13 +71,16 @@ function(ucp_add_executable name)
   target_link_libraries(${name} PRIVATE ${E_LIBS} ucp_build_flags)
 endfunction()
 
-# ucp_add_test(NAME SOURCES src... LIBS lib... [LABELS l...] [TIMEOUT s]); nothing when
-# UCP_BUILD_TESTS is off, so that layer CMakeLists need no condition of their own.
+# ucp_add_test(NAME SOURCES src... LIBS lib... [LABELS l...] [TIMEOUT s] [BOTH_BACKENDS]);
+# nothing when UCP_BUILD_TESTS is off, so that layer CMakeLists need no condition of their own.
+# BOTH_BACKENDS runs the binary twice: NAME on the default backend (io_uring where it can run)
+# and NAME_epoll with UCP_TEST_BACKEND=epoll (tests/support/Backends.h), for tests whose loops
+# come from test::make_loop or test::backend_under_test rather than a backend parameter.
 function(ucp_add_test name)
   if(NOT UCP_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "BOTH_BACKENDS" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   target_link_libraries(${name} PRIVATE ${T_LIBS} ucp_build_flags GTest::gtest GTest::gtest_main)
@@ -88,6 +91,11 @@ function(ucp_add_test name)
     set(T_TIMEOUT 120)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+  if(T_BOTH_BACKENDS)
+    add_test(NAME ${name}_epoll COMMAND ${name})
+    set_tests_properties(${name}_epoll PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+                         ENVIRONMENT UCP_TEST_BACKEND=epoll)
+  endif()
 endfunction()
 
 # Headers, libraries, the CMake package (ucpConfig.cmake, ucpConfigVersion.cmake,

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "Backends.h"
 #include "HttpClient.h"
 #include "LoopbackClient.h"
 
@@ -46,6 +47,7 @@ class TestServer {
     options.shutdown_timeout_ms = 2000;
     options.max_output_bytes = max_output_bytes;
     LoopOptions loop;
+    loop.backend = test::backend_under_test();
     loop.ring_entries = 256;
     loop.provided_buffers_count = 64;  // small: bodies run the ring dry
     loop.provided_buffer_size = 4096;

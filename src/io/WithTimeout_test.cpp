@@ -16,13 +16,17 @@
 #include "ucp/coro/WhenAny.h"
 #include "ucp/io/Operations.h"
 
+#include "Backends.h"
+
 namespace ucp {
 namespace {
 
 using namespace std::chrono_literals;
 
 std::unique_ptr<EventLoop> make_loop() {
-  auto loop = EventLoop::create(LoopOptions{});
+  LoopOptions options;
+  options.backend = test::backend_under_test();
+  auto loop = EventLoop::create(options);
   EXPECT_TRUE(loop) << loop.error().message();
   return loop ? std::move(*loop) : nullptr;
 }

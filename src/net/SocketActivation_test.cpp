@@ -18,6 +18,8 @@
 #include "ucp/net/Socket.h"
 #include "ucp/net/TcpServer.h"
 
+#include "Backends.h"
+
 namespace ucp {
 namespace {
 
@@ -182,6 +184,7 @@ ServerOptions adopting(int fd) {
 
 LoopOptions small_loop() {
   LoopOptions loop;
+  loop.backend = test::backend_under_test();
   loop.ring_entries = 64;
   return loop;
 }

@@ -15,7 +15,9 @@
 // kernel.io_uring_disabled): its half then skips with the reason instead of failing, and the
 // epoll half still runs (BackendProbe.h).
 
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
 
@@ -41,6 +43,17 @@ inline const char* backend_label(BackendKind kind) {
 
 inline std::string backend_name(const ::testing::TestParamInfo<BackendKind>& info) {
   return backend_label(info.param);
+}
+
+/// The backend of a test binary that ctest runs once per backend (ucp_add_test BOTH_BACKENDS):
+/// UCP_TEST_BACKEND=epoll or io_uring; unset (the first run) means auto, which is io_uring
+/// wherever io_uring can run. Loops made with LoopRunner's make_loop use it.
+inline BackendKind backend_under_test() {
+  const char* name = std::getenv("UCP_TEST_BACKEND");
+  if (name == nullptr) return BackendKind::kAuto;
+  if (std::string_view(name) == "epoll") return BackendKind::kEpoll;
+  if (std::string_view(name) == "io_uring") return BackendKind::kIoUring;
+  return BackendKind::kAuto;
 }
 
 /// Empty when `kind` can run here; otherwise why not.

@@ -8,6 +8,8 @@
 
 #include "ucp/net/TcpServer.h"
 
+#include "Backends.h"
+
 namespace ucp::test {
 
 inline Task<> echo_handler(TcpConnection& connection) {
@@ -31,6 +33,7 @@ class InProcessEchoServer {
     options.shutdown_timeout_ms = 2000;
     options.listen.backlog = listen_backlog;
     LoopOptions loop;
+    loop.backend = backend_under_test();
     loop.ring_entries = 256;
     server_ = std::make_unique<TcpServer>(options, loop, &echo_handler);
     error_ = server_->start();

@@ -10,10 +10,14 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
 
+#include "Backends.h"
+
 namespace ucp::test {
 
+/// A loop on the backend under test (Backends.h: backend_under_test).
 inline std::unique_ptr<EventLoop> make_loop(uint32_t provided_buffers = 0) {
   LoopOptions options;
+  options.backend = backend_under_test();
   options.ring_entries = 256;
   options.provided_buffers_count = provided_buffers;
   auto loop = EventLoop::create(options);
