@@ -113,10 +113,10 @@ FrameReader::Event FrameReader::control_frame(std::span<const std::byte> payload
   in_frame_ = false;
   switch (opcode_) {
     case Opcode::kPing:
-      control_ = payload;
+      out_ = payload;
       return Event::kPing;
     case Opcode::kPong:
-      control_ = payload;
+      out_ = payload;
       return Event::kPong;
     default:
       break;
@@ -125,7 +125,7 @@ FrameReader::Event FrameReader::control_frame(std::span<const std::byte> payload
   done_ = true;
   if (payload.empty()) {
     close_code_ = close_code::kNoStatus;
-    close_reason_ = {};
+    out_ = {};
     return Event::kClose;
   }
   const uint16_t code = static_cast<uint16_t>(uint16_t{static_cast<uint8_t>(payload[0])} << 8 |
@@ -135,7 +135,7 @@ FrameReader::Event FrameReader::control_frame(std::span<const std::byte> payload
     return fail(close_code::kInvalidPayload, "close reason is not UTF-8");
   }
   close_code_ = code;
-  close_reason_ = payload.subspan(2);
+  out_ = payload.subspan(2);
   return Event::kClose;
 }
 
@@ -195,14 +195,13 @@ FrameReader::Event FrameReader::finish_message() noexcept {
   if (message_text_ && !utf8_.complete()) {
     return fail(close_code::kInvalidPayload, "text ends inside a UTF-8 sequence");
   }
-  message_ = assembly_.bytes();
+  out_ = assembly_.bytes();
   assembled_out_ = true;
   return Event::kMessage;
 }
 
 FrameReader::Event FrameReader::next(std::span<std::byte>& input) noexcept {
-  message_ = {};
-  control_ = {};
+  out_ = {};
   if (assembled_out_) {  // the last message was handed out of assembly_: done with it now
     assembled_out_ = false;
     assembly_.clear();
@@ -270,7 +269,7 @@ FrameReader::Event FrameReader::next(std::span<std::byte>& input) noexcept {
       if (message_text_ && !Utf8Validator::valid(payload)) {
         return fail(close_code::kInvalidPayload, "text is not UTF-8");
       }
-      message_ = payload;
+      out_ = payload;
       return Event::kMessage;
     }
     const size_t n = std::min<size_t>(static_cast<size_t>(remaining_), input.size());

@@ -66,13 +66,13 @@ class FrameReader {
 
   // After kMessage: the message (valid until the next call).
   bool message_is_text() const noexcept { return message_text_; }
-  std::span<const std::byte> message() const noexcept { return message_; }
+  std::span<const std::byte> message() const noexcept { return out_; }
   // After kPing / kPong: the payload (valid until the next call).
-  std::span<const std::byte> control_payload() const noexcept { return control_; }
+  std::span<const std::byte> control_payload() const noexcept { return out_; }
   // After kClose: the code (1005 when the frame had none) and the reason (valid UTF-8).
   uint16_t close_code() const noexcept { return close_code_; }
   std::string_view close_reason() const noexcept {
-    return {reinterpret_cast<const char*>(close_reason_.data()), close_reason_.size()};
+    return {reinterpret_cast<const char*>(out_.data()), out_.size()};
   }
   // After kError: the close code to fail the connection with, and what was wrong.
   uint16_t error_code() const noexcept { return error_code_; }
@@ -99,10 +99,8 @@ class FrameReader {
   Inflater* inflater_ = nullptr;
   MessageBuffer assembly_;
   Utf8Validator utf8_;
-  // Outputs.
-  std::span<const std::byte> message_;
-  std::span<const std::byte> control_;
-  std::span<const std::byte> close_reason_;
+  // The output of the last event: a message, a control payload or a close reason.
+  std::span<const std::byte> out_;
   const char* error_reason_ = "";
   uint16_t close_code_ = 0;
   uint16_t error_code_ = 0;
