@@ -214,8 +214,8 @@ const std::vector<Key>& keys() {
        shown(kServer, &S::read_timeout_ms)},
       {"server", "protocol",
        [](Config& config, std::string_view value) -> std::string {
-         if (value != "echo" && value != "http") {
-           return quoted(value) + " is not a protocol (use echo or http)";
+         if (value != "echo" && value != "http" && value != "websocket") {
+           return quoted(value) + " is not a protocol (use echo, http or websocket)";
          }
          config.server.protocol = std::string(value);
          return {};

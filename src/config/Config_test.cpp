@@ -487,9 +487,9 @@ TEST(Config, ErrorsNameFileLineKeyAndProblem) {
        "ucp.conf:2: log.queue_capacity: 15 is out of range [16, 16777216]"},
       // Words.
       {"[server]\nprotocol = ftp\n",
-       "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo or http)"},
+       "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo, http or websocket)"},
       {"[server]\nprotocol = HTTP\n",
-       "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo or http)"},
+       "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo, http or websocket)"},
       {"[event_loop]\nbackend = uring\n",
        "ucp.conf:2: event_loop.backend: \"uring\" is not a backend (use auto, io_uring or "
        "epoll)"},

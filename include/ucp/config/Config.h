@@ -31,7 +31,7 @@ struct ServerConfig {
   uint16_t port = 8888;                 // 0..65535; 0 = any free port (the log line names it)
   uint32_t thread_num = 1;              // 0..1024 worker loops; 0 = one per CPU
   uint32_t read_timeout_ms = 5000;      // 0..86400000 idle read timeout; 0 = none
-  std::string protocol = "echo";        // echo | http
+  std::string protocol = "echo";        // echo | http | websocket
   uint32_t max_connections = 100000;    // 1..16777216; beyond it new connections are closed
   uint32_t backlog = 4096;              // 1..65535 listen(2) backlog (kernel caps: somaxconn)
   bool reuse_port = false;              // SO_REUSEPORT on the listening socket
