@@ -14,9 +14,10 @@ deps:
 	@scripts/install-deps.sh core
 
 # What the tests use besides the build: curl (HTTP clients in the integration tests), clang
-# and its runtime libraries (libFuzzer).
+# and its runtime libraries (libFuzzer), Boost (the Beast WebSocket client) and Node's ws
+# (npm, into build/npm) for the WebSocket interop tests.
 test-deps:
-	@scripts/install-deps.sh core test
+	@scripts/install-deps.sh core test interop
 
 build: deps
 	@cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null

@@ -59,8 +59,11 @@ int main(int argc, char** argv) {
     response.set_body(request.body());  // the request's bytes live until the answer is sent
     co_return;
   });
-  // Every message comes back as it was sent (text or binary) until the peer closes.
-  router.get("/ws/echo", ucp::ws::upgrade({}, [](ucp::ws::WebSocket& ws) -> ucp::Task<> {
+  // Every message comes back as it was sent (text or binary) until the peer closes;
+  // permessage-deflate when the client offers it.
+  ucp::ws::Options ws_options;
+  ws_options.deflate.enabled = true;
+  router.get("/ws/echo", ucp::ws::upgrade(ws_options, [](ucp::ws::WebSocket& ws) -> ucp::Task<> {
                while (auto message = co_await ws.receive()) {
                  if (!co_await ws.send(message->kind, message->data)) break;
                }
