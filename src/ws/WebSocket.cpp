@@ -114,6 +114,36 @@ class WebSocket::FrameLock {
   std::coroutine_handle<> waiter_;
 };
 
+/// Counts a coroutine writing a frame: a server's WebSocket lives until the last is out, so a
+/// coroutine of another connection (a chat room's broadcast) may be suspended in send() while
+/// this connection ends.
+class WebSocket::Sender {
+ public:
+  explicit Sender(WebSocket& ws) noexcept : ws_(ws) { ++ws_.senders_; }
+  Sender(const Sender&) = delete;
+  Sender& operator=(const Sender&) = delete;
+  ~Sender() {
+    if (--ws_.senders_ == 0 && ws_.senders_done_) {
+      ws_.tcp_.loop().schedule(std::exchange(ws_.senders_done_, {}));
+    }
+  }
+
+ private:
+  WebSocket& ws_;
+};
+
+/// Where run() waits for the last Sender before the WebSocket goes.
+class WebSocket::SendersDone {
+ public:
+  explicit SendersDone(WebSocket& ws) noexcept : ws_(ws) {}
+  bool await_ready() const noexcept { return ws_.senders_ == 0; }
+  void await_suspend(std::coroutine_handle<> self) noexcept { ws_.senders_done_ = self; }
+  void await_resume() const noexcept {}
+
+ private:
+  WebSocket& ws_;
+};
+
 namespace {
 struct Unlock {
   WebSocket& ws;
@@ -298,6 +328,47 @@ Result<Message> WebSocket::ReceiveAwaiter::await_resume() noexcept {
   return Message{r.message_is_text() ? MessageKind::kText : MessageKind::kBinary, r.message()};
 }
 
+// Out of run(): what is not awaited stays out of its frame, which every connection keeps.
+
+std::coroutine_handle<Task<>::promise_type> WebSocket::start_handler(WebSocket& ws,
+                                                                     Handler& handler) noexcept {
+  try {
+    return handler(ws).release();
+  } catch (const std::exception& e) {
+    LOG_ERROR("ws {}: the handler could not start: {}", ws.tcp_.peer().to_string(), e.what());
+  } catch (...) {
+    LOG_ERROR("ws {}: the handler could not start", ws.tcp_.peer().to_string());
+  }
+  return {};
+}
+
+uint16_t WebSocket::handler_outcome(WebSocket& ws) noexcept {
+  const std::exception_ptr failure = ws.user_.promise().exception;
+  if (!failure) return close_code::kNormal;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& e) {
+    LOG_ERROR("ws {}: handler failed: {}", ws.tcp_.peer().to_string(), e.what());
+  } catch (...) {
+    LOG_ERROR("ws {}: handler failed", ws.tcp_.peer().to_string());
+  }
+  return close_code::kInternalError;
+}
+
+void WebSocket::log_failure(WebSocket& ws, uint16_t code, const char* reason) noexcept {
+  LOG_DEBUG("ws {}: failing the connection with {}: {}", ws.tcp_.peer().to_string(), code, reason);
+}
+
+void WebSocket::keep_close_reason(std::string_view reason) noexcept {
+  if (reason.empty()) return;
+  if (!extras_) extras_.reset(new (std::nothrow) WebSocketExtras);
+  if (!extras_) return;
+  try {
+    extras_->close_reason.assign(reason);
+  } catch (const std::bad_alloc&) {
+  }
+}
+
 Task<> WebSocket::serve(TcpConnection& tcp, io::BufferLease& received, const Options& options,
                         const Negotiated& negotiated, Handler& handler) {
   return run(nullptr, &tcp, &received, &options, &negotiated, &handler);
@@ -320,12 +391,8 @@ Task<> WebSocket::run(WebSocket* client, TcpConnection* tcp, io::BufferLease* re
     ws = ::new (storage)
         WebSocket(*tcp, *options, Role::kServer, std::move(*received), *negotiated, nullptr);
     owned.ws = ws;
-    try {
-      ws->user_ = (*handler)(*ws).release();
-      owned.user = ws->user_;
-    } catch (const std::exception& e) {
-      LOG_ERROR("ws {}: the handler could not start: {}", ws->tcp_.peer().to_string(), e.what());
-    }
+    ws->user_ = start_handler(*ws, *handler);
+    owned.user = ws->user_;
   }
   bool finishing = !ws->user_ && client == nullptr;  // a server without a handler just closes
   for (;;) {
@@ -334,24 +401,11 @@ Task<> WebSocket::run(WebSocket* client, TcpConnection* tcp, io::BufferLease* re
       if (ws->user_ && ws->user_.done()) {
         // The handler returned: the connection closes (1011 if it threw).
         finishing = true;
-        uint16_t code = close_code::kNormal;
-        if (auto failure = ws->user_.promise().exception) {
-          code = close_code::kInternalError;
-          try {
-            std::rethrow_exception(failure);
-          } catch (const std::exception& e) {
-            LOG_ERROR("ws {}: handler failed: {}", ws->tcp_.peer().to_string(), e.what());
-          } catch (...) {
-            LOG_ERROR("ws {}: handler failed", ws->tcp_.peer().to_string());
-          }
-        }
         if (ws->state_ == State::kOpen) {
-          const std::byte payload[2] = {static_cast<std::byte>(code >> 8),
-                                        static_cast<std::byte>(code & 0xFF)};
-          ws->state_ = State::kClosing;
+          const uint16_t code = handler_outcome(*ws);
           ws->close_code_ = code;
           ws->arm_timer(ws->options_.close_timeout_ms);
-          (void)co_await ws->send_control(0x8, payload);
+          (void)co_await ws->send_close(code, {});
         }
       } else if (!ws->receiver_) {
         continue;  // nothing asked for
@@ -359,6 +413,7 @@ Task<> WebSocket::run(WebSocket* client, TcpConnection* tcp, io::BufferLease* re
     }
     if (finishing && ws->state_ == State::kClosed) {
       if (ws->lingering_) co_await ws->linger();
+      co_await SendersDone(*ws);  // their writes end: sent, or failed by the write timeout
       break;
     }
 
@@ -421,18 +476,9 @@ Task<> WebSocket::run(WebSocket* client, TcpConnection* tcp, io::BufferLease* re
           continue;
         case FrameReader::Event::kClose: {
           const uint16_t code = reader.close_code();
-          if (!reader.close_reason().empty()) {
-            if (!ws->extras_) ws->extras_.reset(new (std::nothrow) WebSocketExtras);
-            if (ws->extras_) ws->extras_->close_reason.assign(reader.close_reason());
-          }
-          if (ws->state_ == State::kOpen) {
-            // Answer with the same code (none if it had none), then end.
-            std::byte payload[2] = {static_cast<std::byte>(code >> 8),
-                                    static_cast<std::byte>(code & 0xFF)};
-            ws->state_ = State::kClosing;
-            (void)co_await ws->send_control(
-                0x8, code == close_code::kNoStatus ? std::span<const std::byte>() : payload);
-          }
+          ws->keep_close_reason(reader.close_reason());
+          // Answer with the same code (none if it had none), then end.
+          if (ws->state_ == State::kOpen) (void)co_await ws->send_close(code, {});
           ws->close_code_ = code;
           ws->end(code, make_error_code(Errc::kClosed));
           ws->shut_down();
@@ -440,17 +486,9 @@ Task<> WebSocket::run(WebSocket* client, TcpConnection* tcp, io::BufferLease* re
         }
         case FrameReader::Event::kError: {
           const uint16_t code = reader.error_code();
-          LOG_DEBUG("ws {}: failing the connection with {}: {}", ws->tcp_.peer().to_string(), code,
-                    reader.error_reason());
-          if (ws->state_ == State::kOpen) {
-            std::byte payload[2 + 64] = {static_cast<std::byte>(code >> 8),
-                                         static_cast<std::byte>(code & 0xFF)};
-            const std::string_view why(reader.error_reason());
-            const size_t n = std::min(why.size(), sizeof payload - 2);
-            std::memcpy(payload + 2, why.data(), n);
-            ws->state_ = State::kClosing;
-            (void)co_await ws->send_control(0x8, bytes(payload, 2 + n));
-          }
+          log_failure(*ws, code, reader.error_reason());
+          if (ws->state_ == State::kOpen)
+            (void)co_await ws->send_close(code, reader.error_reason());
           ws->end(code, error_for(code));
           ws->shut_down();
           continue;
@@ -474,9 +512,7 @@ Task<> WebSocket::run(WebSocket* client, TcpConnection* tcp, io::BufferLease* re
         }
         if (error == std::errc::operation_canceled && ws->state_ == State::kOpen) {
           // The server is stopping (its reads end): going away, politely.
-          const std::byte payload[2] = {std::byte{0x03}, std::byte{0xE9}};  // 1001
-          ws->state_ = State::kClosing;
-          (void)co_await ws->send_control(0x8, payload);
+          (void)co_await ws->send_close(close_code::kGoingAway, {});
           ws->end(close_code::kGoingAway, make_error_code(Errc::kClosed));
           ws->tcp_.shutdown_write();
           continue;
@@ -582,6 +618,7 @@ Result<void> WebSocket::SendAwaiter::await_resume() noexcept {
 
 Task<Result<void>> WebSocket::send_slow(MessageKind kind, std::span<const std::byte> data,
                                         bool header_out) {
+  Sender counted(*this);
   if (!header_out) co_await FrameLock(*this);
   Unlock unlock{*this, &FrameLock::unlock};
   if (header_out) co_return co_await tcp_.write(data);  // the rest of a frame under way
@@ -643,9 +680,24 @@ Task<Result<void>> WebSocket::send_control(uint8_t opcode, std::span<const std::
     uint32_t phase = 0;
     apply_mask(std::span<std::byte>(frame + n, length), key, phase);
   }
+  Sender counted(*this);
   co_await FrameLock(*this);
   Unlock unlock{*this, &FrameLock::unlock};
   co_return co_await tcp_.write(bytes(frame, n + length));
+}
+
+Task<Result<void>> WebSocket::send_close(uint16_t code, std::string_view reason) {
+  state_ = State::kClosing;
+  std::byte payload[kMaxControlPayload];
+  size_t n = 0;
+  if (code != close_code::kNoStatus) {
+    payload[0] = static_cast<std::byte>(code >> 8);
+    payload[1] = static_cast<std::byte>(code & 0xFF);
+    const size_t room = std::min(reason.size(), kMaxControlPayload - 2);
+    if (room > 0) std::memcpy(payload + 2, reason.data(), room);
+    n = 2 + room;
+  }
+  co_return co_await send_control(0x8, bytes(payload, n));
 }
 
 Task<Result<void>> WebSocket::ping(std::span<const std::byte> payload) {

@@ -136,6 +136,21 @@ class WsServer {
                  }
                }));
     routes.get("/bye", upgrade(options, [](WebSocket&) -> Task<> { co_return; }));
+    // A chat room (examples/ws_chat.cpp): each text goes to every other member, sent from the
+    // sender's coroutine into the others' connections.
+    Room* room = &room_;
+    routes.get("/room", upgrade(options, [room](WebSocket& ws) -> Task<> {
+                 auto me = std::make_shared<Member>(Member{ws});
+                 room->push_back(me);
+                 while (auto message = co_await ws.receive()) {
+                   const std::string text(message->text());
+                   for (auto member : Room(*room)) {
+                     if (member != me && !member->gone) co_await member->ws.send_text(text);
+                   }
+                 }
+                 me->gone = true;
+                 std::erase(*room, me);
+               }));
     routes.get("/throw", upgrade(options, [](WebSocket&) -> Task<> {
                  throw std::runtime_error("handler bug");
                  co_return;
@@ -162,7 +177,13 @@ class WsServer {
   }
 
  private:
+  struct Member {
+    WebSocket& ws;
+    bool gone = false;
+  };
+  using Room = std::vector<std::shared_ptr<Member>>;
   Journal journal_;
+  Room room_;  // touched by the server's one worker loop only
   std::unique_ptr<http::HttpServer> server_;
   std::thread thread_;
 };
@@ -764,6 +785,34 @@ TEST_F(WebSocketTest, BoundsWhatInflates) {
   EXPECT_EQ(bad_close->close_code(), 1007);
   ws.close();
   bad.close();
+  EXPECT_TRUE(server.all_closed());
+}
+
+// ---- sends from other connections ----
+
+TEST_F(WebSocketTest, BroadcastsFromOtherConnectionsOutliveMembersThatLeave) {
+  // Members of a room receive what the others send, written by the sender's coroutine into
+  // their connections; members that vanish (a reset) or close in the middle leave nothing
+  // behind: a WebSocket lives until the frames other coroutines are writing into it are out.
+  WsServer server(backend());
+  std::vector<WsRawClient> members;
+  for (int i = 0; i < 4; ++i) members.push_back(open(server, "/room"));
+  std::this_thread::sleep_for(50ms);   // all four joined (handlers run on the server's loop)
+  const std::string big(200000, 'b');  // larger than the socket buffers: a sender suspends
+  for (int round = 0; round < 20; ++round) {
+    ASSERT_TRUE(members[0].send(ws_frame(kFin | 0x1, round % 2 == 0 ? big : "small")));
+    if (round == 5) {
+      test::set_reset_on_close(members[3].fd());
+      members[3].close();  // vanishes while a broadcast may be writing to it
+    }
+    if (round == 10) {
+      ASSERT_TRUE(members[2].send(ws_frame(kFin | 0x8, ws_close_payload(1000))));
+    }
+    auto got = members[1].read_frame();
+    ASSERT_TRUE(got) << round;
+    EXPECT_EQ(got->payload.size(), round % 2 == 0 ? big.size() : 5u);
+  }
+  for (auto& member : members) member.close();
   EXPECT_TRUE(server.all_closed());
 }
 

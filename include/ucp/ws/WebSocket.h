@@ -180,6 +180,8 @@ class WebSocket {
   };
   class Park;
   class FrameLock;
+  class Sender;
+  class SendersDone;
 
   WebSocket(TcpConnection& tcp, const Options& options, Role role, io::BufferLease received,
             const Negotiated& negotiated, std::unique_ptr<WebSocketExtras> extras) noexcept;
@@ -197,6 +199,14 @@ class WebSocket {
   Task<Result<void>> send_slow(MessageKind kind, std::span<const std::byte> data, bool header_out);
   /// A control frame (ping, pong, close), in its turn with the data frames.
   Task<Result<void>> send_control(uint8_t opcode, std::span<const std::byte> payload);
+  /// Our close frame (state kClosing): `code` (none for 1005) and up to 123 bytes of `reason`.
+  Task<Result<void>> send_close(uint16_t code, std::string_view reason);
+  static std::coroutine_handle<Task<>::promise_type> start_handler(WebSocket& ws,
+                                                                   Handler& handler) noexcept;
+  /// After the handler returned: 1000, or 1011 (logged) if it threw.
+  static uint16_t handler_outcome(WebSocket& ws) noexcept;
+  static void log_failure(WebSocket& ws, uint16_t code, const char* reason) noexcept;
+  void keep_close_reason(std::string_view reason) noexcept;
   /// After the close handshake or a failure: FIN behind what is queued. The handler learns
   /// the end at once; linger() runs once it has returned.
   void shut_down() noexcept;
@@ -239,6 +249,8 @@ class WebSocket {
   bool timer_expired_ = false;  // the ping's answer or the peer's close frame is late
   bool cancel_requested_ = false;
   bool lingering_ = false;  // shut down: wait for the peer's FIN before closing the socket
+  uint16_t senders_ = 0;    // frames being written by coroutines other than run()
+  std::coroutine_handle<> senders_done_;  // run(), waiting for them before the end
   // The frame reader, in place (its type is private to the library).
   static constexpr size_t kReaderBytes = 160;
   alignas(8) std::byte reader_storage_[kReaderBytes];
