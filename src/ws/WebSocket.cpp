@@ -550,9 +550,32 @@ bool WebSocket::SendAwaiter::await_ready() noexcept {
   const bool may_compress = ws.extras_ && ws.extras_->deflate &&
                             ws.extras_->deflate->deflater.usable() &&
                             data_.size() >= ws.extras_->deflate->min_message_bytes;
-  if (ws.sending_ || ws.role_ == Role::kClient || may_compress) {
+  if (ws.sending_ || may_compress) {
     path_ = Path::kSlow;
     return false;
+  }
+  if (ws.role_ == Role::kClient) {
+    // A small frame is masked on the stack and copied into the queue whole; a large one takes
+    // the slow path, which masks it through a scratch block.
+    if (data_.size() > kCopyLimit) {
+      path_ = Path::kSlow;
+      return false;
+    }
+    std::byte frame[kMaxFrameHeaderBytes + kCopyLimit];
+    std::byte key[4];
+    random_mask(key);
+    const size_t n = encode_frame_header(frame, static_cast<Opcode>(opcode_of(kind_)), true, false,
+                                         data_.size(), key);
+    if (!data_.empty()) std::memcpy(frame + n, data_.data(), data_.size());
+    uint32_t phase = 0;
+    apply_mask(std::span<std::byte>(frame + n, data_.size()), key, phase);
+    auto whole = ws.tcp_.write(std::span<const std::byte>(frame, n + data_.size()));
+    if (!whole.await_ready()) {  // the queue is full: wait in line
+      path_ = Path::kSlow;
+      return false;
+    }
+    error_ = whole.await_resume().error();
+    return true;
   }
   std::byte header[kMaxFrameHeaderBytes];
   const size_t n = encode_frame_header(header, static_cast<Opcode>(opcode_of(kind_)), true, false,
