@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer harnesses for a bounded time: scripts/fuzz.sh SECONDS
-#   make test-fuzz   (part of make test: 25 s)     make fuzz   (FUZZ_SECONDS, default 600)
+# Runs the libFuzzer harnesses for a bounded time each: scripts/fuzz.sh SECONDS
+#   make test-fuzz   (part of make test: 25 s each)     make fuzz   (FUZZ_SECONDS, default 600)
+# Harnesses: http_request (the HTTP request path), ws_frame (the WebSocket frame reader).
 # The corpus grows in build/fuzz/corpus/<harness> (the seeds in tests/fuzz/corpus stay as
 # they are); a crash, leak or broken invariant leaves its input in build/fuzz/artifacts/
 # and the exit status is non-zero.
@@ -10,12 +11,13 @@ SECONDS_TOTAL=${1:-25}
 BIN=build/fuzz/bin
 mkdir -p build/fuzz/artifacts
 status=0
-for harness in http_request; do
+declare -A DICT=([http_request]=http.dict [ws_frame]=ws.dict)
+for harness in http_request ws_frame; do
   work=build/fuzz/corpus/$harness
   mkdir -p "$work"
   echo "fuzz: $harness for ${SECONDS_TOTAL}s"
   if ! ASAN_OPTIONS=detect_leaks=1 "$BIN/${harness}_fuzz" -max_total_time="$SECONDS_TOTAL" \
-      -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -dict=tests/fuzz/http.dict \
+      -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -dict="tests/fuzz/${DICT[$harness]}" \
       -artifact_prefix=build/fuzz/artifacts/ "$work" "tests/fuzz/corpus/$harness" \
       >build/fuzz/$harness.log 2>&1; then
     echo "fuzz: $harness FAILED (input in build/fuzz/artifacts/):" >&2

@@ -2,13 +2,15 @@
 # scripts/idle-memory.sh: user-space memory per idle connection, UCP beside its peers.
 #
 # For each server: start it fresh, open N connections to it, make one round trip on each
-# (an echo of 64 bytes, or one keep-alive HTTP GET), then leave all N idle and read the
+# (an echo of 64 bytes, one keep-alive HTTP GET, or a WebSocket upgrade and the echo of one
+# 64-byte binary message), then leave all N idle and read the
 # server's resident memory (VmRSS of /proc/PID/status). Per connection = (RSS with N idle
 # connections - RSS before them) / N. Kernel socket memory is not in RSS and is the same for
 # every server; what differs is what the server itself keeps per connection.
 #
 #   scripts/idle-memory.sh                 # N = 10000: ucp echo, ucp http, http_server, epoll_echo, nginx
 #   IDLE_CONNS=2000 IDLE_SERVERS="ucp-echo nginx" scripts/idle-memory.sh
+#   IDLE_SERVERS=ucp-ws scripts/idle-memory.sh    # proactor_test protocol = websocket
 #
 # Environment: UCP_BIN_DIR [bin], IDLE_CONNS [10000], IDLE_SERVERS
 # ["ucp-echo ucp-http http_server epoll_echo asio_echo nginx"], NGINX [/usr/sbin/nginx].
@@ -44,8 +46,9 @@ for server in $SERVERS; do
   port=$(free_port)
   protocol=echo
   case $server in
-    ucp-echo | ucp-http)
+    ucp-echo | ucp-http | ucp-ws)
       protocol=${server#ucp-}
+      [ "$protocol" = ws ] && protocol=websocket
       [ -x "$BIN/proactor_test" ] || { echo "$server: $BIN/proactor_test missing" >&2; continue; }
       "$BIN/proactor_test" config/ucp.conf --set "server.port=$port" --set "server.protocol=$protocol" \
         --set server.thread_num=1 --set server.read_timeout_ms=0 --set log.console=false \
@@ -87,12 +90,29 @@ for server in $SERVERS; do
 import socket, sys, time
 port, n, protocol, hold = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4] == "hold=1"
 request = (b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n" if protocol == "http" else b"x" * 64)
+upgrade = (b"GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+# One masked binary frame of 64 bytes (mask key 0: the payload goes as it is); its echo is 66.
+frame = b"\x82\xc0\x00\x00\x00\x00" + b"x" * 64
+def recv_until(s, done):
+    got = b""
+    while not done(got):
+        more = s.recv(4096)
+        if not more: return None
+        got += more
+    return got
 socks, failed = [], 0
 for i in range(n):
     try:
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        s.sendall(request)
-        got = s.recv(4096)
+        if protocol == "websocket":
+            head = recv_until(s, lambda g: b"\r\n\r\n" in g) if s.sendall(upgrade) is None else None
+            tail = head.split(b"\r\n\r\n", 1)[1] if head and head.startswith(b"HTTP/1.1 101") else None
+            got = None if tail is None else recv_until(s, lambda g: len(g) >= 66) if s.sendall(frame) is None else None
+            if tail is not None and len(tail) >= 66: got = tail
+        else:
+            s.sendall(request)
+            got = s.recv(4096)
         if not got: failed += 1
         socks.append(s)
     except OSError:

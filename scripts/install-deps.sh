@@ -1,19 +1,45 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, and nothing when they are all present.
-# Usage: scripts/install-deps.sh GROUP...   (groups: core test bench memcheck format)
+# Usage: scripts/install-deps.sh GROUP...   (groups: core test interop bench memcheck format)
 # Never touches apt when every package of the requested groups is installed already.
+# interop also needs Node's `ws` module (the WebSocket interop tests and the Node bench peer):
+# when node cannot load it, it is installed with npm into build/npm (NODE_PATH=build/npm/
+# node_modules); a failure there is a warning, and those tests skip saying why.
 set -euo pipefail
 
 packages_for() {
   case "$1" in
-    core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp" ;;
+    core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp zlib1g-dev" ;;
     test) echo "curl clang libclang-rt-14-dev haproxy" ;;
+    interop) echo "libboost-dev" ;;  # + nodejs, npm and ws below
     bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3 fio bc" ;;
     memcheck) echo "valgrind" ;;
     format) echo "clang-format-16" ;;
     *) echo "install-deps: unknown group '$1'" >&2; exit 2 ;;
   esac
 }
+
+# Node's ws for the interop group: npm is the registry's ordinary client.
+node_ws() {
+  local root
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  NODE_PATH="$root/build/npm/node_modules:/usr/share/nodejs" node -e "require('ws')" 2>/dev/null && return 0
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    if [ "$(id -u)" -eq 0 ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm ||
+        echo "install-deps: nodejs/npm could not be installed" >&2
+    fi
+  fi
+  if command -v npm >/dev/null; then
+    npm install --no-save --no-audit --no-fund --prefix "$root/build/npm" ws@8 >/dev/null 2>&1 ||
+      echo "install-deps: npm install ws failed: the Node interop tests will skip" >&2
+  else
+    echo "install-deps: npm missing: the Node interop tests will skip" >&2
+  fi
+}
+for group in "$@"; do
+  if [ "$group" = interop ]; then node_ws; fi
+done
 
 missing=()
 for group in "$@"; do

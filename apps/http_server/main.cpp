@@ -1,10 +1,13 @@
 // bin/http_server [CONFIG] [--set section.key=value]...: static files under http.root,
-// POST /echo, GET /healthz and GET /metrics, on ucp::http::HttpServer.
+// POST /echo, GET /healthz, GET /metrics and the WebSocket echo GET /ws/echo, on
+// ucp::http::HttpServer.
 // Command line, exit codes and signals: apps/common/ServerMain.h.
 
 #include <string>
 
 #include "ucp/http/HttpServer.h"
+#include "ucp/ws/Accept.h"
+#include "ucp/ws/WebSocket.h"
 
 #include "Metrics.h"
 #include "ServerMain.h"
@@ -56,6 +59,15 @@ int main(int argc, char** argv) {
     response.set_body(request.body());  // the request's bytes live until the answer is sent
     co_return;
   });
+  // Every message comes back as it was sent (text or binary) until the peer closes;
+  // permessage-deflate when the client offers it.
+  ucp::ws::Options ws_options;
+  ws_options.deflate.enabled = true;
+  router.get("/ws/echo", ucp::ws::upgrade(ws_options, [](ucp::ws::WebSocket& ws) -> ucp::Task<> {
+               while (auto message = co_await ws.receive()) {
+                 if (!co_await ws.send(message->kind, message->data)) break;
+               }
+             }));
   router.get("/*", [&files](Request& request, Response& response) {
     return files.handle(request, response);
   });

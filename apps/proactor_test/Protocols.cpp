@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <string_view>
 
+#include "ucp/ws/Accept.h"
+#include "ucp/ws/WebSocket.h"
+
 namespace ucp::app {
 
 Task<> echo(TcpConnection& connection) {
@@ -35,6 +38,14 @@ http::HttpOptions pingpong_options(const Config& config) {
     options.keepalive_timeout_ms = capped(options.keepalive_timeout_ms);
   }
   return options;
+}
+
+void add_websocket_echo_routes(http::Router& router) {
+  router.get("/*", ws::upgrade({}, [](ws::WebSocket& socket) -> Task<> {
+               while (auto message = co_await socket.receive()) {
+                 if (!co_await socket.send(message->kind, message->data)) break;
+               }
+             }));
 }
 
 void add_pingpong_routes(http::Router& router) {

@@ -1,6 +1,6 @@
 #pragma once
-// The two business protocols of bin/proactor_test: echo, and the "pingpong" HTTP service
-// that wrk drives (every request gets 200 "Hello, World!").
+// The business protocols of bin/proactor_test: echo, the "pingpong" HTTP service that wrk
+// drives (every request gets 200 "Hello, World!"), and a WebSocket echo for benchmarks.
 
 #include "ucp/config/Config.h"
 #include "ucp/coro/Task.h"
@@ -22,5 +22,10 @@ http::HttpOptions pingpong_options(const Config& config);
 /// Answers every request, whatever its method and path, with 200 "Hello, World!"; the
 /// layer does the rest (keep-alive, pipelining, bodies, refusals, timeouts).
 void add_pingpong_routes(http::Router& router);
+
+/// WebSocket echo: every GET path accepts the upgrade, and each message comes back as it was
+/// sent (same kind, same bytes) until the peer closes. A request that is not an upgrade gets
+/// 426.
+void add_websocket_echo_routes(http::Router& router);
 
 }  // namespace ucp::app

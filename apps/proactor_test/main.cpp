@@ -1,5 +1,5 @@
-// bin/proactor_test [CONFIG] [--set section.key=value]...: the echo, http pingpong and UDP echo
-// server.
+// bin/proactor_test [CONFIG] [--set section.key=value]...: the echo, http pingpong, UDP echo
+// and WebSocket echo server.
 // Command line, exit codes and signals: apps/common/ServerMain.h.
 
 #include "ucp/http/HttpServer.h"
@@ -23,6 +23,12 @@ int main(int argc, char** argv) {
                                  ucp::app::pingpong_options(config));
     ucp::app::add_pingpong_routes(server.router());
     return app.serve(server, "http");
+  }
+  if (config.server.protocol == "websocket") {
+    ucp::http::HttpServer server(app.server_options(), app.loop_options(),
+                                 ucp::app::pingpong_options(config));
+    ucp::app::add_websocket_echo_routes(server.router());
+    return app.serve(server.tcp(), "websocket");
   }
   ucp::TcpServer server(app.server_options(), app.loop_options(),
                         [](ucp::TcpConnection& c) { return ucp::app::echo(c); });

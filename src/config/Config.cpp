@@ -233,8 +233,8 @@ const std::vector<Key>& keys() {
        shown(kServer, &S::read_timeout_ms)},
       {"server", "protocol",
        [](Config& config, std::string_view value) -> std::string {
-         if (value != "echo" && value != "http" && value != "udp_echo") {
-           return quoted(value) + " is not a protocol (use echo, http or udp_echo)";
+         if (value != "echo" && value != "http" && value != "udp_echo" && value != "websocket") {
+           return quoted(value) + " is not a protocol (use echo, http, udp_echo or websocket)";
          }
          config.server.protocol = std::string(value);
          return {};

@@ -531,9 +531,11 @@ TEST(Config, ErrorsNameFileLineKeyAndProblem) {
        "ucp.conf:2: log.queue_capacity: 15 is out of range [16, 16777216]"},
       // Words.
       {"[server]\nprotocol = ftp\n",
-       "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo, http or udp_echo)"},
+       "ucp.conf:2: server.protocol: \"ftp\" is not a protocol (use echo, http, udp_echo or "
+       "websocket)"},
       {"[server]\nprotocol = HTTP\n",
-       "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo, http or udp_echo)"},
+       "ucp.conf:2: server.protocol: \"HTTP\" is not a protocol (use echo, http, udp_echo or "
+       "websocket)"},
       {"[server]\nacceptors = workers\n",
        "ucp.conf:2: server.acceptors: \"workers\" is not an acceptor mode (use main or "
        "per_worker)"},

@@ -128,6 +128,24 @@ void Session::release(Session* session) noexcept { session_cache().give(session)
 // ---- the connection coroutine ----
 
 Task<> ServerCore::serve(TcpConnection& tcp) {
+  std::unique_ptr<Upgrade> upgrade;
+  co_await serve_http(tcp, upgrade);
+  if (!upgrade) co_return;  // TcpServer closes the connection next, after what is queued
+  try {
+    co_await upgrade->handler(tcp, upgrade->received);
+  } catch (const std::exception& e) {
+    LOG_ERROR("http {}: the handler of the switched protocol failed: {}", tcp.peer().to_string(),
+              e.what());
+  } catch (...) {
+    LOG_ERROR("http {}: the handler of the switched protocol failed", tcp.peer().to_string());
+  }
+  WorkerSlot& slot = *upgrade->slot;
+  WorkerSlot::add(slot.bytes_received, tcp.bytes_read() - upgrade->counted_read);
+  WorkerSlot::add(slot.bytes_sent, tcp.bytes_written() - upgrade->counted_written);
+  WorkerSlot::subtract(slot.connections_open, 1);
+}
+
+Task<> ServerCore::serve_http(TcpConnection& tcp, std::unique_ptr<Upgrade>& upgrade) {
   Connection connection(*this, tcp);
   for (;;) {
     connection.arm_read_timer();
@@ -141,9 +159,10 @@ Task<> ServerCore::serve(TcpConnection& tcp) {
     const auto outcome = co_await connection.process(std::move(*data));
     if (outcome == Connection::Outcome::kKeepGoing) continue;
     if (outcome == Connection::Outcome::kLinger) co_await connection.linger();
+    if (outcome == Connection::Outcome::kUpgrade) upgrade = connection.take_upgrade();
     break;
   }
-}  // TcpServer closes the connection next, after sending what is still queued
+}
 
 Connection::Connection(ServerCore& core, TcpConnection& tcp) noexcept
     : core_(core),
@@ -159,7 +178,16 @@ Connection::Connection(ServerCore& core, TcpConnection& tcp) noexcept
 
 Connection::~Connection() {
   account();
-  WorkerSlot::subtract(slot_->connections_open, 1);
+  // A connection that switched protocols is still open: serve() counts it out when it ends.
+  if (!upgrading_) WorkerSlot::subtract(slot_->connections_open, 1);
+}
+
+std::unique_ptr<Upgrade> Connection::take_upgrade() noexcept {
+  account();
+  upgrade_->slot = slot_;
+  upgrade_->counted_read = counted_read_;
+  upgrade_->counted_written = counted_written_;
+  return std::move(upgrade_);
 }
 
 void Connection::account() noexcept {
@@ -242,6 +270,14 @@ Task<Connection::Outcome> Connection::process(io::BufferLease data) {
     }
     const bool keep = co_await respond();
     ++served_;
+    if (upgrading_) {
+      // The rest of this read belongs to the new protocol, and so does the connection.
+      upgrade_->received = std::move(data);
+      upgrade_->received.consume(static_cast<size_t>(input.data() - upgrade_->received.chars()));
+      read_timer_.cancel();
+      session_.reset();
+      co_return Outcome::kUpgrade;
+    }
     if (!keep) {
       // Bytes after a request that ends the connection are not requests we answer; read
       // them away before closing rather than reset the answer away.
@@ -306,6 +342,15 @@ Task<bool> Connection::respond() {
     }
     co_return keep_alive_;
   }
+  if (response.switching_protocols() && response.status() != 101) {
+    response.upgrade_ = {};  // a middleware answered instead: an ordinary response
+  }
+  if (!failed && response.status() == 101) {
+    if (response.switching_protocols()) co_return co_await switch_protocols(request, response);
+    LOG_ERROR("http {} {}: a 101 answer without switch_protocols()", request.method_name(),
+              request.target());
+    failed = true;
+  }
   if (failed) {
     response.reset();
     response.set_status(500);
@@ -334,6 +379,27 @@ Task<bool> Connection::respond() {
     if (!co_await send(body, body.size() > kSmallFileBytes)) co_return false;
   }
   co_return keep_alive_;
+}
+
+Task<bool> Connection::switch_protocols(Request& request, Response& response) {
+  framing_ = Framing::kNone;
+  OutBuffer& out = session_->out;
+  out.clear();
+  encode_head({.status = 101,
+               .headers = response.headers(),
+               .custom_date = response.custom_date_,
+               .custom_server = response.custom_server_,
+               .upgrade = true,
+               .version_minor = request.version_minor(),
+               .server_name = core_.options.server_name,
+               .date = cached_http_date()},
+              out);
+  slot_->count_response(101);
+  if (!co_await send(out.view())) co_return false;
+  upgrade_ = std::make_unique<Upgrade>();
+  upgrade_->handler = std::move(response.upgrade_);
+  upgrading_ = true;
+  co_return true;
 }
 
 void Connection::prepare_head(Request& request, Response& response) noexcept {

@@ -684,6 +684,85 @@ TEST(HttpServer, CountsPerWorker) {
   EXPECT_GT(stats[0].bytes_sent, 0u);
 }
 
+/// A route that switches the connection to a byte echo, so that what the HTTP layer hands over
+/// (the 101, the bytes after the request, the connection) shows on the wire.
+void switching_routes(HttpServer& server) {
+  hello_routes(server);
+  server.router().get("/raw", [](Request&, Response& res) -> Task<> {
+    res.add_header("Upgrade", "echo");
+    res.switch_protocols([](TcpConnection& conn, io::BufferLease& received) -> Task<> {
+      if (!received.empty() && !co_await conn.write_all(received.bytes())) co_return;
+      for (;;) {
+        auto data = co_await conn.receive();
+        if (!data || data->empty()) co_return;
+        if (!co_await conn.write_all(data->bytes())) co_return;
+      }
+    });
+    co_return;
+  });
+  server.router().get("/bare101", [](Request&, Response& res) -> Task<> {
+    res.set_status(101);  // without switch_protocols(): a handler bug
+    co_return;
+  });
+  // A middleware that refuses /raw?deny after the handler switched: an ordinary answer.
+  server.use([](Request& req, Response& res, Next next) -> Task<> {
+    co_await next();
+    if (req.query() == "deny") {
+      res.set_status(403);
+      res.set_body("denied\n");
+    }
+  });
+}
+
+TEST(HttpServer, HandsTheConnectionOverAfterA101) {
+  TestServer s(switching_routes);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  std::string pending;
+  // A keep-alive request first: the connection is HTTP until the switch.
+  EXPECT_EQ(ask(fd->get(), kGet, pending).body, "Hello, World!");
+  // The switch, with bytes of the new protocol in the same write.
+  ASSERT_TRUE(send_text(fd->get(), "GET /raw HTTP/1.1\r\nHost: a\r\n\r\nearly bytes"));
+  auto reply = read_response(fd->get(), pending, 5000);
+  ASSERT_TRUE(reply) << reply.error().message();
+  EXPECT_EQ(reply->status, 101);
+  EXPECT_EQ(reply->header("connection"), "Upgrade");
+  EXPECT_EQ(reply->header("upgrade"), "echo");
+  EXPECT_FALSE(reply->has_header("content-length"));
+  ASSERT_TRUE(test::detail::fill(fd->get(), pending, 11, test::Deadline(5000)));
+  EXPECT_EQ(pending, "early bytes");
+  // No more HTTP: a request line is just bytes to echo now.
+  const std::string not_http = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n";
+  char echoed[64];
+  ASSERT_TRUE(test::echo_round_trip(fd->get(), not_http, echoed));
+  // Counted as open while the new protocol runs, closed after.
+  EXPECT_EQ(s.server().stats()[0].connections_open, 1u);
+  fd->reset();
+  std::vector<WorkerStats> stats;
+  for (int i = 0; i < 200; ++i) {
+    stats = s.server().stats();
+    if (stats[0].connections_open == 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(stats[0].connections_open, 0u);
+  EXPECT_EQ(stats[0].connections_accepted, 1u);
+  EXPECT_GT(stats[0].bytes_received, not_http.size() + 11);
+}
+
+TEST(HttpServer, AnswersOrdinarilyWhenTheSwitchIsOverruled) {
+  TestServer s(switching_routes);
+  auto fd = connect_loopback(s.port());
+  ASSERT_TRUE(fd);
+  std::string pending;
+  auto denied = ask(fd->get(), "GET /raw?deny HTTP/1.1\r\nHost: a\r\n\r\n", pending);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_EQ(denied.body, "denied\n");
+  EXPECT_FALSE(denied.has_header("connection"));
+  auto bare = ask(fd->get(), "GET /bare101 HTTP/1.1\r\nHost: a\r\n\r\n", pending);
+  EXPECT_EQ(bare.status, 500);
+  EXPECT_EQ(ask(fd->get(), kGet, pending).body, "Hello, World!");  // still HTTP
+}
+
 TEST(HttpServer, StopsWithIdleKeepAliveConnectionsOpen) {
   auto s = std::make_unique<TestServer>(hello_routes);
   std::vector<UniqueFd> idle;

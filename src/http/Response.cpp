@@ -108,8 +108,14 @@ std::string_view Response::body() const noexcept {
   }
 }
 
+void Response::switch_protocols(UpgradeHandler handler) noexcept {
+  status_ = 101;
+  upgrade_ = std::move(handler);
+}
+
 void Response::reset() noexcept {
   status_ = 200;
+  upgrade_ = {};
   body_kind_ = BodyKind::kNone;
   close_ = custom_date_ = custom_server_ = head_sent_ = false;
   header_count_ = 0;

@@ -63,7 +63,9 @@ void encode_head(const HeadFields& head, OutBuffer& out) {
     case Framing::kUntilClose:
       break;
   }
-  if (!head.keep_alive) {
+  if (head.upgrade) {
+    out.append("Connection: Upgrade\r\n");
+  } else if (!head.keep_alive) {
     out.append("Connection: close\r\n");
   } else if (head.version_minor == 0) {
     out.append("Connection: keep-alive\r\n");

@@ -67,6 +67,7 @@ struct HeadFields {
   Framing framing = Framing::kNone;
   uint64_t content_length = 0;  // for kLength
   bool keep_alive = true;
+  bool upgrade = false;               // a 101 that switches protocols: "Connection: Upgrade"
   int version_minor = 1;              // of the request: HTTP/1.0 keep-alive is said explicitly
   std::string_view server_name = {};  // "" = no Server header
   std::string_view date = {};         // the Date value

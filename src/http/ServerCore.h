@@ -81,11 +81,25 @@ struct alignas(64) WorkerSlot {
   }
 };
 
+/// A connection that left HTTP with a 101: what takes it over, the bytes that followed the
+/// request, and the counters to bring up to date when it ends. Allocated only then, so that the
+/// frame of a plain HTTP connection's outer coroutine stays small.
+struct Upgrade {
+  UpgradeHandler handler;
+  io::BufferLease received;
+  WorkerSlot* slot = nullptr;
+  uint64_t counted_read = 0;  // the connection's bytes already added to the slot
+  uint64_t counted_written = 0;
+};
+
 struct ServerCore {
   ServerCore(const HttpOptions& http_options, size_t workers);
 
-  /// The connection coroutine (TcpServer's handler).
+  /// The connection coroutine (TcpServer's handler): HTTP, then whatever a 101 switched to.
   Task<> serve(TcpConnection& connection);
+  /// The HTTP part. Its frame (the Connection, the receive in flight) is gone once it returns,
+  /// so a connection that switched protocols carries none of it.
+  Task<> serve_http(TcpConnection& connection, std::unique_ptr<Upgrade>& upgrade);
   /// The calling loop's counters (claimed on first use).
   WorkerSlot* slot_for(const EventLoop& loop) noexcept;
 
@@ -123,7 +137,7 @@ using SessionPtr = std::unique_ptr<Session, SessionRelease>;
 /// One connection's HTTP state. Lives in the connection coroutine's frame.
 class Connection {
  public:
-  enum class Outcome : uint8_t { kKeepGoing, kClose, kLinger };
+  enum class Outcome : uint8_t { kKeepGoing, kClose, kLinger, kUpgrade };
 
   Connection(ServerCore& core, TcpConnection& tcp) noexcept;
   Connection(const Connection&) = delete;
@@ -135,6 +149,9 @@ class Connection {
   void cancel_read_timer() noexcept { read_timer_.cancel(); }
   /// Handles the requests in `data`: every complete one is answered, in order.
   Task<Outcome> process(io::BufferLease data);
+  /// After Outcome::kUpgrade: what takes the connection over (the connection then stays counted
+  /// as open until that ends).
+  std::unique_ptr<Upgrade> take_upgrade() noexcept;
   /// receive() failed: a timeout in the middle of a request is answered with 408.
   Task<> read_failed(std::error_code error);
   /// After an error response: send FIN, then read and drop what the client still sends
@@ -168,6 +185,8 @@ class Connection {
   static void on_read_timer(void* self) noexcept;
   /// Answers the request the parser completed; false: close after it.
   Task<bool> respond();
+  /// Sends the 101 head of a response that switches protocols and keeps what takes over.
+  Task<bool> switch_protocols(Request& request, Response& response);
   /// Encodes the head of a finished (non-stream) response; decides keep-alive.
   void prepare_head(Request& request, Response& response) noexcept;
   /// A response the server makes itself (errors, 100 Continue excepted): closes after it.
@@ -179,6 +198,7 @@ class Connection {
   WorkerSlot* slot_;
   SessionPtr session_;
   Timer read_timer_;
+  std::unique_ptr<Upgrade> upgrade_;     // the 101 answered: what comes next
   Clock::time_point request_started_{};  // when the unfinished request's first byte came
   uint64_t counted_read_ = 0;
   uint64_t counted_written_ = 0;
@@ -186,6 +206,7 @@ class Connection {
   enum class Waiting : uint8_t { kFirst, kIdle, kHead, kBody, kLinger };
   Waiting waiting_ = Waiting::kFirst;
   bool read_timed_out_ = false;
+  bool upgrading_ = false;  // respond() sent a 101 that switches protocols
   // The response being sent.
   Framing framing_ = Framing::kNone;
   bool head_only_ = false;

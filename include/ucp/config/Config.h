@@ -32,7 +32,7 @@ struct ServerConfig {
   uint16_t port = defaults::kPort;  // 0..65535; 0 = any free port (the log line names it)
   uint32_t thread_num = defaults::kThreadNum;           // 0..1024 worker loops; 0 = one per CPU
   uint32_t read_timeout_ms = defaults::kReadTimeoutMs;  // 0..86400000 idle read timeout; 0 = none
-  std::string protocol = "echo";                        // echo | http | udp_echo
+  std::string protocol = "echo";                        // echo | http | udp_echo | websocket
   uint32_t max_connections =
       defaults::kMaxConnections;             // 1..16777216; beyond it new connections are closed
   uint32_t backlog = defaults::kBacklog;     // 1..65535 listen(2) backlog (kernel caps: somaxconn)

@@ -18,6 +18,13 @@
 // costs at most server.max_output_bytes of memory, and a peer that takes nothing for
 // http.send_timeout_ms ends the connection.
 //
+// A handler may also switch the connection to another protocol (WebSocket: ucp/ws/Accept.h):
+//
+//   response.add_header("Upgrade", "websocket");
+//   response.switch_protocols([](TcpConnection& conn, io::BufferLease& received) -> Task<> {
+//     ...  // the connection is this coroutine's until it returns
+//   });
+//
 // Header names and values are copied into the response (a small inline arena first, so
 // the usual few headers cost no allocation). Thread contract: the connection's loop thread.
 
@@ -31,12 +38,25 @@
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
+#include "ucp/base/UniqueFunction.h"
 #include "ucp/coro/Task.h"
 #include "ucp/http/Request.h"
+#include "ucp/io/BufferLease.h"
+
+namespace ucp {
+class TcpConnection;
+}
 
 namespace ucp::http {
 
 class Connection;
+
+/// What takes a connection over after a 101 (Switching Protocols) answer: it runs on the
+/// connection's loop, reads and writes it for the rest of its life, and the server closes the
+/// connection when it returns. `received` holds the bytes that followed the request in the
+/// same read (usually none: a client waits for the 101); take them (move) or drop them. It
+/// stays valid until the handler returns.
+using UpgradeHandler = UniqueFunction<Task<>(TcpConnection& connection, io::BufferLease& received)>;
 
 class Response {
  public:
@@ -90,6 +110,15 @@ class Response {
   /// "Connection: close" was added.
   bool close_requested() const noexcept { return close_; }
 
+  /// Switches protocols after this response: the status becomes 101 and, once the handler
+  /// (and the middleware around it) has returned, the server sends the head with
+  /// "Connection: Upgrade", stops reading requests, and runs `handler` on the connection. Add
+  /// the Upgrade header and what the new protocol needs. Should the status be changed from
+  /// 101 afterwards (a middleware's own answer), the response is an ordinary one and
+  /// `handler` is dropped; a 101 without a handler is answered as a 500.
+  void switch_protocols(UpgradeHandler handler) noexcept;
+  bool switching_protocols() const noexcept { return static_cast<bool>(upgrade_); }
+
   /// Back to a fresh 200 with no headers and no body (the server reuses one per request).
   void reset() noexcept;
 
@@ -115,6 +144,7 @@ class Response {
   uint64_t stream_length_ = kUnknownLength;
   uint64_t stream_sent_ = 0;
   Connection* connection_ = nullptr;         // set by the server for write()
+  UpgradeHandler upgrade_;                   // switch_protocols()
   std::forward_list<std::string> overflow_;  // header text beyond the arena
   char arena_[kArenaBytes];
   alignas(Header) std::byte field_storage_[sizeof(Header) * kMaxHeaders];  // as in Request

@@ -49,15 +49,19 @@ concept CancellableAwaiter = requires(A& a) {
 
 namespace detail {
 
-/// Calls the inner await_suspend, whatever it returns; false when it did not suspend.
+/// Calls the inner await_suspend, whatever it returns, as a symmetric transfer: the coroutine
+/// to resume next (`caller` when the inner did not suspend, noop when nothing runs now).
 template <class A>
-bool suspend_inner(A& inner, std::coroutine_handle<> caller) {
+std::coroutine_handle<> suspend_inner(A& inner, std::coroutine_handle<> caller) {
   using R = decltype(inner.await_suspend(caller));
   if constexpr (std::is_void_v<R>) {
     inner.await_suspend(caller);
-    return true;
+    return std::noop_coroutine();
+  } else if constexpr (std::is_same_v<R, bool>) {
+    return inner.await_suspend(caller) ? std::noop_coroutine() : caller;
   } else {
-    static_assert(std::is_same_v<R, bool>, "cancellable awaiters suspend with void or bool");
+    static_assert(std::is_convertible_v<R, std::coroutine_handle<>>,
+                  "cancellable awaiters suspend with void, bool or a coroutine handle");
     return inner.await_suspend(caller);
   }
 }
@@ -84,11 +88,13 @@ class TimeoutAwaiter {
   TimeoutAwaiter& operator=(const TimeoutAwaiter&) = delete;
 
   bool await_ready() { return inner_.await_ready(); }
-  bool await_suspend(std::coroutine_handle<> caller) {
-    if (!detail::suspend_inner(inner_, caller)) return false;
-    // Nothing resumes the caller before the loop's next completions: arming now is in time.
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) {
+    const std::coroutine_handle<> next = detail::suspend_inner(inner_, caller);
+    if (next == caller) return caller;  // it did not suspend
+    // Nothing resumes the caller before the loop's next completions, or before `next` (which
+    // runs after this returns) hands back: arming now is in time.
     if (due_ != Clock::time_point::max()) inner_.loop().add_timer(timer_, due_);
-    return true;
+    return next;
   }
   auto await_resume() {
     inner_.loop().cancel_timer(timer_);
@@ -125,10 +131,11 @@ class StopAwaiter {
   StopAwaiter& operator=(const StopAwaiter&) = delete;
 
   bool await_ready() { return inner_.await_ready(); }
-  bool await_suspend(std::coroutine_handle<> caller) {
-    if (!detail::suspend_inner(inner_, caller)) return false;
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) {
+    const std::coroutine_handle<> next = detail::suspend_inner(inner_, caller);
+    if (next == caller) return caller;  // it did not suspend
     callback_.attach(token_);
-    return true;
+    return next;
   }
   auto await_resume() {
     callback_.detach();
