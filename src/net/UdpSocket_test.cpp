@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -143,12 +144,18 @@ struct Client {
     ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   }
   bool send(const char* data, size_t size) const {
-    return ::sendto(fd.get(), data, size, 0, reinterpret_cast<const sockaddr*>(&server),
-                    server_length) == static_cast<ssize_t>(size);
+    for (;;) {
+      const ssize_t n = ::sendto(fd.get(), data, size, 0,
+                                 reinterpret_cast<const sockaddr*>(&server), server_length);
+      if (n >= 0 || errno != EINTR) return n == static_cast<ssize_t>(size);
+    }
   }
-  // -1: nothing within the timeout.
+  // -1: nothing within the timeout. A signal (the sanitizers' runtimes send some) retries.
   ssize_t receive(std::vector<char>& buffer) const {
-    return ::recv(fd.get(), buffer.data(), buffer.size(), MSG_TRUNC);
+    for (;;) {
+      const ssize_t n = ::recv(fd.get(), buffer.data(), buffer.size(), MSG_TRUNC);
+      if (n >= 0 || errno != EINTR) return n;
+    }
   }
 };
 
