@@ -175,7 +175,10 @@ std::string round_trip(const Client& client, const std::vector<size_t>& sizes) {
     }
     for (size_t i = begin; i < end; ++i) {
       const ssize_t n = client.receive(buffer);
-      if (n < 0) return "no echo within 2 s (" + std::to_string(waiting.size()) + " missing)";
+      if (n < 0) {
+        return "no echo within 2 s (" + std::to_string(waiting.size()) +
+               " missing): " + std::strerror(errno);
+      }
       const auto size = static_cast<size_t>(n);
       auto it = waiting.find(size);
       if (it == waiting.end()) return "an echo of unexpected size " + std::to_string(size);
