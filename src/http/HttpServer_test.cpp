@@ -413,9 +413,8 @@ TEST(HttpServer, HoldsAStreamBackWhileTheClientDoesNotRead) {
         });
       },
       HttpOptions{}, kQueue);
-  auto fd = connect_loopback(s.port());
+  auto fd = connect_loopback(s.port(), 5000, 16 * 1024);
   ASSERT_TRUE(fd);
-  test::set_receive_buffer(fd->get(), 16 * 1024);
   ASSERT_TRUE(send_text(fd->get(), "GET /big HTTP/1.1\r\nHost: a\r\n\r\n"));
   // Wait until the handler stops advancing (socket buffers and the queue are full).
   size_t last = 0;
@@ -453,9 +452,8 @@ TEST(HttpServer, ClosesAConnectionWhoseClientStopsReading) {
         });
       },
       http, 256 * 1024);
-  auto fd = connect_loopback(s.port());
+  auto fd = connect_loopback(s.port(), 5000, 16 * 1024);
   ASSERT_TRUE(fd);
-  test::set_receive_buffer(fd->get(), 16 * 1024);
   ASSERT_TRUE(send_text(fd->get(), "GET /flood HTTP/1.1\r\nHost: a\r\n\r\n"));
   for (int i = 0; i < 500 && !finished; ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(finished) << "the stalled stream was never ended";
@@ -536,9 +534,8 @@ TEST(HttpServer, SendTimeoutBoundsLargeFilesButNotASteadyReader) {
       },
       http);
   {
-    auto stalled = connect_loopback(s.port());
+    auto stalled = connect_loopback(s.port(), 5000, 16 * 1024);
     ASSERT_TRUE(stalled);
-    test::set_receive_buffer(stalled->get(), 16 * 1024);
     ASSERT_TRUE(send_text(stalled->get(), "GET /big/8388608 HTTP/1.1\r\nHost: a\r\n\r\n"));
     // The server gives up (its connection ends) while this client reads nothing; what was
     // already in the socket buffers then arrives, and the close, short of the whole file.
@@ -589,9 +586,8 @@ TEST(HttpServer, StopsWhileALargeFileWaitsForAStalledClient) {
       co_return;
     });
   });
-  auto fd = connect_loopback(s->port());
+  auto fd = connect_loopback(s->port(), 5000, 16 * 1024);
   ASSERT_TRUE(fd);
-  test::set_receive_buffer(fd->get(), 16 * 1024);
   ASSERT_TRUE(send_text(fd->get(), "GET /big HTTP/1.1\r\nHost: a\r\n\r\n"));
   // The head has arrived: the body is under way.
   ASSERT_TRUE(test::wait_for(fd->get(), POLLIN, test::Deadline(5000)));

@@ -69,10 +69,9 @@ class WriteServer {
 };
 
 UniqueFd connect_client(uint16_t port, int receive_buffer = 0) {
-  auto fd = test::connect_loopback(port);
+  auto fd = test::connect_loopback(port, 5000, receive_buffer);
   EXPECT_TRUE(fd) << fd.error().message();
   if (!fd) return UniqueFd();
-  if (receive_buffer > 0) test::set_receive_buffer(fd->get(), receive_buffer);
   return std::move(*fd);
 }
 

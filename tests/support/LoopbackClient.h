@@ -76,8 +76,9 @@ inline Result<void> wait_for(int fd, short events, const Deadline& deadline) {
 }
 
 /// Connects to host:port over TCP; the returned socket is non-blocking.
+/// `receive_buffer` > 0 sets SO_RCVBUF before the handshake (see set_receive_buffer).
 inline Result<UniqueFd> connect_tcp(const std::string& host, uint16_t port,
-                                    int64_t timeout_ms = 5000) {
+                                    int64_t timeout_ms = 5000, int receive_buffer = 0) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -88,6 +89,9 @@ inline Result<UniqueFd> connect_tcp(const std::string& host, uint16_t port,
   if (!fd) return Unexpected{last_error()};
   const int one = 1;
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (receive_buffer > 0) {
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  }
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
     return fd;
   }
@@ -102,8 +106,9 @@ inline Result<UniqueFd> connect_tcp(const std::string& host, uint16_t port,
   return fd;
 }
 
-inline Result<UniqueFd> connect_loopback(uint16_t port, int64_t timeout_ms = 5000) {
-  return connect_tcp("127.0.0.1", port, timeout_ms);
+inline Result<UniqueFd> connect_loopback(uint16_t port, int64_t timeout_ms = 5000,
+                                         int receive_buffer = 0) {
+  return connect_tcp("127.0.0.1", port, timeout_ms, receive_buffer);
 }
 
 /// Sends every byte of `data` before the deadline.
@@ -181,6 +186,10 @@ inline void set_reset_on_close(int fd) {
 }
 
 /// Shrinks the socket's kernel receive buffer (the kernel doubles and clamps the value).
+/// Shrinks an established connection's receive buffer. The window already advertised stays
+/// (TCP never shrinks it), so the kernel drops data it has no room for and the sender waits
+/// out retransmission timeouts, seconds under load: a client that will read what it asked
+/// for passes `receive_buffer` to connect_loopback instead. Fine for a peer that never reads.
 inline void set_receive_buffer(int fd, int bytes) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
 }
