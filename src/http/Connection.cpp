@@ -127,10 +127,16 @@ void Session::release(Session* session) noexcept { session_cache().give(session)
 
 // ---- the connection coroutine ----
 
+// serve() is what an idle keep-alive connection holds beside serve_http(), so it keeps
+// nothing else in its frame: the switched protocol's handling is a coroutine of its own.
 Task<> ServerCore::serve(TcpConnection& tcp) {
   std::unique_ptr<Upgrade> upgrade;
   co_await serve_http(tcp, upgrade);
-  if (!upgrade) co_return;  // TcpServer closes the connection next, after what is queued
+  // Without an upgrade TcpServer closes the connection next, after what is queued.
+  if (upgrade) co_await serve_upgraded(tcp, std::move(upgrade));
+}
+
+Task<> ServerCore::serve_upgraded(TcpConnection& tcp, std::unique_ptr<Upgrade> upgrade) {
   try {
     co_await upgrade->handler(tcp, upgrade->received);
   } catch (const std::exception& e) {

@@ -100,6 +100,7 @@ struct ServerCore {
   /// The HTTP part. Its frame (the Connection, the receive in flight) is gone once it returns,
   /// so a connection that switched protocols carries none of it.
   Task<> serve_http(TcpConnection& connection, std::unique_ptr<Upgrade>& upgrade);
+  Task<> serve_upgraded(TcpConnection& connection, std::unique_ptr<Upgrade> upgrade);
   /// The calling loop's counters (claimed on first use).
   WorkerSlot* slot_for(const EventLoop& loop) noexcept;
 

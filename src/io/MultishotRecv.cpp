@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "ucp/io/EventLoop.h"
 #include "ucp/memory/MemoryPool.h"
@@ -22,10 +23,6 @@ MultishotRecv::MultishotRecv(EventLoop& loop, int fd) noexcept : loop_(loop) {
   receive_.code = OpCode::kRecvMultishot;
   receive_.fd = fd;
   receive_.on_complete = &on_receive;
-  fallback_.owner = this;
-  fallback_.code = OpCode::kRecv;
-  fallback_.fd = fd;
-  fallback_.on_complete = &on_fallback;
 }
 
 MultishotRecv::~MultishotRecv() {
@@ -35,13 +32,13 @@ MultishotRecv::~MultishotRecv() {
 }
 
 std::byte* MultishotRecv::chunk_bytes(const Chunk& chunk) noexcept {
-  if (chunk.buffer_id == kPoolChunk) return fallback_buffer_.writable().data() + chunk.offset;
+  if (chunk.buffer_id == kPoolChunk) return fallback_->buffer.writable().data() + chunk.offset;
   return loop_.receive_buffers()->buffer(chunk.buffer_id) + chunk.offset;
 }
 
 void MultishotRecv::recycle(const Chunk& chunk) noexcept {
   if (chunk.buffer_id == kPoolChunk) {
-    fallback_buffer_.reset();
+    fallback_->buffer.reset();
   } else {
     loop_.receive_buffers()->recycle(chunk.buffer_id);
   }
@@ -74,15 +71,16 @@ bool MultishotRecv::start() noexcept {
   }
   if (pool_dry_) {
     pool_dry_ = false;
-    if (fallback_buffer_.source() == BufferLease::Source::kNone) {
-      fallback_buffer_ = BufferLease::from_pool(kFallbackBytes);
+    if (!fallback_ && !make_fallback()) return false;
+    if (fallback_->buffer.source() == BufferLease::Source::kNone) {
+      fallback_->buffer = BufferLease::from_pool(kFallbackBytes);
     }
-    auto room = fallback_buffer_.writable();
-    fallback_.data = room.data();
-    fallback_.size = static_cast<uint32_t>(room.size());
-    if (!loop_.submit(fallback_)) {
-      error_ = fallback_.result;
-      fallback_buffer_.reset();
+    auto room = fallback_->buffer.writable();
+    fallback_->op.data = room.data();
+    fallback_->op.size = static_cast<uint32_t>(room.size());
+    if (!loop_.submit(fallback_->op)) {
+      error_ = fallback_->op.result;
+      fallback_->buffer.reset();
       return false;
     }
     state_ = State::kFallback;
@@ -96,11 +94,25 @@ bool MultishotRecv::start() noexcept {
   return true;
 }
 
+bool MultishotRecv::make_fallback() noexcept {
+  try {
+    fallback_ = make_pooled<Fallback>();
+  } catch (const std::bad_alloc&) {
+    error_ = -ENOMEM;
+    return false;
+  }
+  fallback_->op.owner = this;
+  fallback_->op.code = OpCode::kRecv;
+  fallback_->op.fd = receive_.fd;
+  fallback_->op.on_complete = &on_fallback;
+  return true;
+}
+
 void MultishotRecv::stop() noexcept {
   stopped_ = true;
   waiter_ = {};
   if (state_ == State::kArmed || state_ == State::kPausing) loop_.cancel(receive_);
-  if (state_ == State::kFallback) loop_.cancel(fallback_);
+  if (state_ == State::kFallback) loop_.cancel(fallback_->op);
 }
 
 void MultishotRecv::became_idle() noexcept {
@@ -148,7 +160,7 @@ std::coroutine_handle<> MultishotRecv::on_fallback(IoContext& context, int32_t r
     self->queue_.push_back({kPoolChunk, static_cast<uint32_t>(res), 0});
     ++self->queued_;
   } else {
-    self->fallback_buffer_.reset();
+    self->fallback_->buffer.reset();
     if (res == 0) {
       self->eof_ = true;
     } else {
@@ -164,7 +176,7 @@ BufferLease MultishotRecv::lend_front() noexcept {
   Chunk& chunk = queue_[head_];
   BufferLease lease;
   if (chunk.buffer_id == kPoolChunk) {
-    lease = std::move(fallback_buffer_);
+    lease = std::move(fallback_->buffer);
     lease.set_size(chunk.length);
     lease.consume(chunk.offset);
   } else {

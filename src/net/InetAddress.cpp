@@ -24,6 +24,10 @@ std::optional<InetAddress> InetAddress::parse(const std::string& ip, uint16_t po
   return std::nullopt;
 }
 
+InetAddress::InetAddress(const sockaddr_storage& storage) noexcept {
+  std::memcpy(&storage_, &storage, sizeof storage_);
+}
+
 InetAddress::InetAddress(const sockaddr* address, socklen_t length) noexcept {
   std::memcpy(&storage_, address, std::min<size_t>(length, sizeof storage_));
 }
@@ -39,27 +43,32 @@ std::optional<InetAddress> InetAddress::local_of(int fd) {
   return InetAddress(storage);
 }
 
+std::optional<InetAddress> InetAddress::peer_of(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return std::nullopt;
+  return InetAddress(storage);
+}
+
 socklen_t InetAddress::length() const noexcept {
   return family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
 }
 
 uint16_t InetAddress::port() const noexcept {
   if (family() == AF_INET6)
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);
-  return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
+    return ntohs(storage_.v6.sin6_port);
+  return ntohs(storage_.v4.sin_port);
 }
 
 std::string InetAddress::to_string() const {
   char text[INET6_ADDRSTRLEN] = "?";
   if (family() == AF_INET6) {
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr, text,
-                sizeof text);
+    ::inet_ntop(AF_INET6, &storage_.v6.sin6_addr, text, sizeof text);
     std::string out = "[";  // appended piecewise: GCC 12 misfires -Wrestrict on a + chain
     out.append(text).append("]:").append(std::to_string(port()));
     return out;
   }
-  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr, text,
-              sizeof text);
+  ::inet_ntop(AF_INET, &storage_.v4.sin_addr, text, sizeof text);
   std::string out(text);
   out.append(":").append(std::to_string(port()));
   return out;

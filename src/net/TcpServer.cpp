@@ -71,7 +71,11 @@ struct TcpServer::Acceptor {
 };
 
 TcpServer::TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler)
-    : options_(options), loop_options_(loop_options), handler_(std::move(handler)) {}
+    : options_(options),
+      output_limits_{options.max_output_bytes, options.write_timeout_ms,
+                     options.shutdown_timeout_ms},
+      loop_options_(loop_options),
+      handler_(std::move(handler)) {}
 
 TcpServer::~TcpServer() {
   if (pool_) {
@@ -341,23 +345,24 @@ bool TcpServer::admit(Acceptor& acceptor) {
 
 void TcpServer::on_accepted(Acceptor& acceptor, io::Accepted accepted) {
   if (!admit(acceptor)) return;  // ~UniqueFd closes it
+  const InetAddress peer(accepted.peer);
   if (acceptor.worker != nullptr) {
-    acceptor.loop->spawn(serve(*acceptor.worker, std::move(accepted)));
+    acceptor.loop->spawn(serve(*acceptor.worker, std::move(accepted.fd), peer));
     return;
   }
-  hand_off(std::move(accepted));
+  hand_off(std::move(accepted.fd), peer);
 }
 
-void TcpServer::hand_off(io::Accepted accepted) {
+void TcpServer::hand_off(UniqueFd fd, const InetAddress& peer) {
   Worker& worker = *workers_[next_worker_];
   next_worker_ = (next_worker_ + 1) % workers_.size();
-  if (ring_hand_off_ && ring_hand_off_->send(worker.index, accepted.fd)) return;
-  post_to_worker(worker, std::move(accepted));
+  if (ring_hand_off_ && ring_hand_off_->send(worker.index, fd)) return;
+  post_to_worker(worker, std::move(fd), peer);
 }
 
-void TcpServer::post_to_worker(Worker& worker, io::Accepted accepted) {
-  worker.loop->post([this, &worker, conn = std::move(accepted)]() mutable {
-    worker.loop->spawn(serve(worker, std::move(conn)));
+void TcpServer::post_to_worker(Worker& worker, UniqueFd fd, const InetAddress& peer) {
+  worker.loop->post([this, &worker, fd = std::move(fd), peer]() mutable {
+    worker.loop->spawn(serve(worker, std::move(fd), peer));
   });
 }
 
@@ -368,28 +373,31 @@ void TcpServer::deliver_from_ring(void* self, size_t index, UniqueFd fd, bool cl
     server.live_.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
-  io::Accepted accepted;
-  accepted.fd = std::move(fd);
-  worker.loop->spawn(server.serve(worker, std::move(accepted)));
+  worker.loop->spawn(server.serve(worker, std::move(fd), InetAddress()));
 }
 
 void TcpServer::fall_back_from_ring(void* self, size_t index, UniqueFd fd) {
   auto& server = *static_cast<TcpServer*>(self);
-  io::Accepted accepted;
-  accepted.fd = std::move(fd);
-  server.post_to_worker(*server.workers_[index], std::move(accepted));
+  server.post_to_worker(*server.workers_[index], std::move(fd), InetAddress());
 }
 
-Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
-  if (options_.tcp_nodelay) set_tcp_nodelay(accepted.fd.get(), true);
-  if (accepted.peer.ss_family == AF_UNSPEC) {  // multishot accept returns no address
-    socklen_t length = sizeof accepted.peer;
-    ::getpeername(accepted.fd.get(), reinterpret_cast<sockaddr*>(&accepted.peer), &length);
+// What serve() does outside the connection's lifetime is kept in plain functions: GCC keeps
+// every local and temporary of a coroutine in its frame, and an idle connection is that frame.
+void TcpServer::prepare_accepted(int fd, InetAddress& peer) const {
+  if (options_.tcp_nodelay) set_tcp_nodelay(fd, true);
+  if (peer.family() == AF_UNSPEC) {  // multishot accept returns no address
+    if (auto asked = InetAddress::peer_of(fd)) peer = *asked;
   }
-  TcpConnection connection(*worker.loop, std::move(accepted.fd), InetAddress(accepted.peer),
-                           options_.read_timeout_ms,
-                           OutputLimits{options_.max_output_bytes, options_.write_timeout_ms,
-                                        options_.shutdown_timeout_ms});
+}
+
+void TcpServer::log_handler_failure(const TcpConnection& connection, const char* what) {
+  LOG_ERROR("connection {}: handler failed: {}", connection.peer().to_string(), what);
+}
+
+Task<> TcpServer::serve(Worker& worker, UniqueFd fd, InetAddress peer) {
+  prepare_accepted(fd.get(), peer);
+  TcpConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
+                           output_limits_);
   ConnectionNode node{&connection};
   node.next = worker.connections;
   if (node.next) node.next->prev = &node;
@@ -400,7 +408,7 @@ Task<> TcpServer::serve(Worker& worker, io::Accepted accepted) {
   try {
     co_await handler_(connection);
   } catch (const std::exception& e) {
-    LOG_ERROR("connection {}: handler failed: {}", connection.peer().to_string(), e.what());
+    log_handler_failure(connection, e.what());
   }
   co_await connection.close();
   if (node.prev) node.prev->next = node.next;

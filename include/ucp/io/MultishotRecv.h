@@ -27,6 +27,7 @@
 
 #include "ucp/io/BufferLease.h"
 #include "ucp/io/Operation.h"
+#include "ucp/memory/MemoryPool.h"
 
 namespace ucp {
 class EventLoop;
@@ -80,13 +81,18 @@ class MultishotRecv {
     kFallback,  // one ordinary receive into a pool block is running (the pool ran dry)
   };
   struct Chunk {
-    uint16_t buffer_id;  // kPoolChunk: the bytes are in fallback_buffer_
+    uint16_t buffer_id;  // kPoolChunk: the bytes are in fallback_->buffer
     uint32_t length;
     uint32_t offset;
   };
   static constexpr uint16_t kPoolChunk = 0xFFFF;
   struct Receive : Operation {
     MultishotRecv* owner = nullptr;
+  };
+  /// The ordinary receive that stands in while the loop's buffers are dry, and its block.
+  struct Fallback {
+    Receive op;
+    BufferLease buffer;
   };
 
   bool has_news() const noexcept { return queued_ > 0 || eof_ || error_ != 0; }
@@ -96,6 +102,7 @@ class MultishotRecv {
   std::byte* chunk_bytes(const Chunk& chunk) noexcept;
   void recycle(const Chunk& chunk) noexcept;
   void pop_front() noexcept;
+  bool make_fallback() noexcept;  // false: error_ says why
   static std::coroutine_handle<> on_receive(IoContext& context, int32_t res,
                                             uint32_t flags) noexcept;
   static std::coroutine_handle<> on_fallback(IoContext& context, int32_t res,
@@ -103,8 +110,9 @@ class MultishotRecv {
 
   EventLoop& loop_;
   Receive receive_;
-  Receive fallback_;
-  BufferLease fallback_buffer_;
+  // Made on the first ENOBUFS and kept from then on: a connection that never sees the loop's
+  // buffers run dry (nearly all) does not carry a second operation while it idles.
+  PoolPtr<Fallback> fallback_;
   // Received, not yet consumed. Growable because a multishot receive can post a burst of
   // completions before a pause takes effect; never larger than the pool, whose buffers it names.
   std::vector<Chunk> queue_;

@@ -153,15 +153,19 @@ class TcpServer {
   void on_accepted(Acceptor& acceptor, io::Accepted accepted);
   bool admit(Acceptor& acceptor);
   Task<> close_acceptor(Acceptor& acceptor);
-  Task<> serve(Worker& worker, io::Accepted accepted);
+  // The peer is asked for lazily (a multishot accept returns no address): AF_UNSPEC until then.
+  Task<> serve(Worker& worker, UniqueFd fd, InetAddress peer);
+  void prepare_accepted(int fd, InetAddress& peer) const;
+  static void log_handler_failure(const TcpConnection& connection, const char* what);
   Task<> shutdown_sequence();
-  void hand_off(io::Accepted accepted);
-  void post_to_worker(Worker& worker, io::Accepted accepted);
+  void hand_off(UniqueFd fd, const InetAddress& peer);
+  void post_to_worker(Worker& worker, UniqueFd fd, const InetAddress& peer);
   static void deliver_from_ring(void* self, size_t index, UniqueFd fd, bool closing);
   static void fall_back_from_ring(void* self, size_t index, UniqueFd fd);
   static bool warn_allowed(std::chrono::steady_clock::time_point& last) noexcept;
 
   ServerOptions options_;
+  OutputLimits output_limits_;  // every connection's, from options_
   LoopOptions loop_options_;
   Handler handler_;
   std::unique_ptr<EventLoop> main_loop_;
