@@ -55,8 +55,7 @@ socklen_t InetAddress::length() const noexcept {
 }
 
 uint16_t InetAddress::port() const noexcept {
-  if (family() == AF_INET6)
-    return ntohs(storage_.v6.sin6_port);
+  if (family() == AF_INET6) return ntohs(storage_.v6.sin6_port);
   return ntohs(storage_.v4.sin_port);
 }
 
