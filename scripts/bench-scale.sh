@@ -54,18 +54,7 @@ done
 command -v taskset >/dev/null || die "taskset not found (util-linux)"
 command -v python3 >/dev/null || die "python3 not found"
 
-# pinned CPUS CMD...: CMD on CPUS at nice NICE, in its own session so that the nice level holds
-# under autogroup scheduling (see benchmark.sh). Call it in a subshell: it execs.
-pinned() {
-  local cpus=$1
-  shift
-  if [ "$NICE" != 0 ]; then
-    exec setsid sh -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec "$@"' "$NICE" \
-      nice -n "$NICE" taskset -c "$cpus" "$@"
-  else
-    exec taskset -c "$cpus" "$@"
-  fi
-}
+. scripts/lib/bench-common.sh  # pinned, stop_server, cpu_ticks (the working directory is the root)
 
 WORK=$(mktemp -d)
 SERVER_PIDS=()

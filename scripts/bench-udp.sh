@@ -41,30 +41,9 @@ done
 command -v taskset >/dev/null || die "taskset not found (util-linux)"
 command -v python3 >/dev/null || die "python3 not found"
 
-# pinned CPUS CMD...: as benchmark.sh (own session, so that the nice level holds under
-# autogroup scheduling). Call it in a subshell: it execs.
-pinned() {
-  local cpus=$1
-  shift
-  if [ "$NICE" != 0 ]; then
-    exec setsid sh -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec "$@"' "$NICE" \
-      nice -n "$NICE" taskset -c "$cpus" "$@"
-  else
-    exec taskset -c "$cpus" "$@"
-  fi
-}
+. scripts/lib/bench-common.sh  # pinned, stop_server, cpu_ticks (the working directory is the root)
 
 WORK=$(mktemp -d)
-SERVER_PID=
-stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
-  fi
-}
 cleanup() {
   stop_server
   rm -rf "$WORK"
@@ -108,7 +87,6 @@ sys.exit(1)
 PY
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 run_one() {
   local name=$1 round=$2
