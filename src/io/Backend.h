@@ -6,7 +6,8 @@
 // unchanged on either.
 //
 // Contract for implementations:
-// - submit() only records or prepares; nothing completes before the next poll().
+// - submit() only records or prepares; nothing completes before the next poll(). try_now()
+//   is the one exception, and says so: it performs an operation that cannot wait, or nothing.
 // - Every submitted operation gets exactly one final completion (without kCompletionMore),
 //   including after cancel() and cancel_all(); in_flight() counts those still due.
 // - Completions are delivered by calling deliver() from poll(), in the order the backend
@@ -45,6 +46,8 @@ class Backend {
   virtual Result<void> enable() = 0;
   /// See EventLoop::submit. Refusals set op.result (-EAGAIN: no room).
   virtual bool submit(Operation& op) noexcept = 0;
+  /// See EventLoop::try_now. The default can never perform at once.
+  virtual bool try_now(Operation& /*op*/) noexcept { return false; }
   virtual void cancel(Operation& op) noexcept = 0;
   /// Starts what was submitted, then waits for completions: not at all when `block` is
   /// false, at most `timeout` when it is not negative, and delivers them (at most `limit`,

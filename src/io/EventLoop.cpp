@@ -91,6 +91,10 @@ bool EventLoop::submit(io::Operation& op) noexcept {
   return backend_->submit(op);
 }
 
+bool EventLoop::try_now(io::Operation& op) noexcept {
+  return !io_shut_down_ && backend_->try_now(op);
+}
+
 void EventLoop::cancel(io::Operation& op) noexcept {
   if (!io_shut_down_) backend_->cancel(op);  // at shutdown everything is cancelled anyway
 }

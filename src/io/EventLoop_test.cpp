@@ -810,5 +810,50 @@ TEST_P(LoopBackends, VectoredSendGathersBuffersIntoOneSend) {
   EXPECT_FALSE(send.in_flight());
 }
 
+// On a connection the backend knows is writable, the epoll backend sends at once: start()
+// returns the result and no callback comes. io_uring always goes through the ring.
+TEST_P(LoopBackends, VectoredSendOnAWritableConnectionMaySendAtOnce) {
+  auto loop = make_loop(GetParam());
+  ASSERT_TRUE(loop);
+  SocketPair pair;
+  loop->attach(pair.a.get());
+  int calls = 0;
+  io::VectoredSend send(*loop, pair.a.get(), &calls,
+                        [](void* owner, int32_t) noexcept { ++*static_cast<int*>(owner); });
+  std::optional<int32_t> at_once;
+  bool started = false;
+  std::string received;
+  run_task(*loop,
+           [](EventLoop& l, io::VectoredSend& s, int fd, bool& ok, std::optional<int32_t>& now,
+              std::string& got) -> Task<> {
+             co_await io::sleep_for(
+                 l, std::chrono::milliseconds(1));  // a poll: the first edge is seen
+             std::string first = "at ", second = "once";
+             iovec buffers[2] = {{first.data(), first.size()}, {second.data(), second.size()}};
+             auto result = s.start(buffers);
+             if (!result) co_return;
+             ok = true;
+             now = *result;
+             std::array<std::byte, 64> buffer{};
+             while (got.size() < 7) {
+               auto n = co_await io::recv(l, fd, buffer);
+               if (!n || *n == 0) co_return;
+               got.append(reinterpret_cast<const char*>(buffer.data()), *n);
+             }
+           }(*loop, send, pair.b.get(), started, at_once, received));
+  loop->detach(pair.a.get());
+  ASSERT_TRUE(started);
+  EXPECT_EQ(received, "at once");
+  EXPECT_FALSE(send.in_flight());
+  if (GetParam() == BackendKind::kEpoll) {
+    ASSERT_TRUE(at_once.has_value());
+    EXPECT_EQ(*at_once, 7);
+    EXPECT_EQ(calls, 0);
+  } else {
+    EXPECT_FALSE(at_once.has_value());
+    EXPECT_EQ(calls, 1);
+  }
+}
+
 }  // namespace
 }  // namespace ucp

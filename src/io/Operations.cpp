@@ -92,7 +92,7 @@ VectoredSend::VectoredSend(EventLoop& loop, int fd, void* owner, OnComplete on_c
   op_.on_complete = &on_done;
 }
 
-Result<void> VectoredSend::start(std::span<const iovec> buffers) noexcept {
+Result<std::optional<int32_t>> VectoredSend::start(std::span<const iovec> buffers) noexcept {
   const size_t count = std::min(buffers.size(), kMaxBuffers);
   if (count == 0) return Unexpected{std::errc::invalid_argument};
   if (count == 1) {
@@ -108,12 +108,16 @@ Result<void> VectoredSend::start(std::span<const iovec> buffers) noexcept {
     op_.code = OpCode::kSendMsg;
     op_.data = &gather_->message;
   }
+  if (loop_.try_now(op_)) {
+    gather_.reset();
+    return std::optional<int32_t>{op_.result};
+  }
   if (!loop_.submit(op_)) {
     gather_.reset();
     return Unexpected{error_from_errno(-op_.result)};
   }
   in_flight_ = true;
-  return {};
+  return std::optional<int32_t>{};
 }
 
 void VectoredSend::cancel() noexcept {

@@ -9,7 +9,8 @@ namespace ucp {
 
 // One queue, one send in flight. A write appends to the queue and asks for a send; the send
 // starts from the loop's pre-submit hook, after every coroutine ready in this iteration has
-// run, so all they wrote goes out as one operation. Its completion drops the sent bytes,
+// run, so all they wrote goes out as one operation (sent right there when the backend can
+// without waiting: epoll, on a socket it knows is writable). Its completion drops the sent bytes,
 // resumes the write_all() writers whose bytes are all out, lets suspended write() writers go
 // on once the queue is down to half of max_output_bytes, and asks for the next send. Writers
 // are only ever scheduled, never resumed inline, so no frame can end while the queue is
@@ -104,11 +105,16 @@ void StreamWriter::start_send() noexcept {
   }
   iovec buffers[io::VectoredSend::kMaxBuffers];
   const size_t count = queue_.gather(buffers, &in_flight_last_);
-  if (auto started = send_.start({buffers, count}); !started) {
+  const auto started = send_.start({buffers, count});
+  if (!started) {
     fail(started.error());  // loop closing, or no submission room
     return;
   }
   ++sends_submitted_;
+  if (*started) {  // sent already (a backend that could without waiting): no deadline needed
+    on_send_complete(this, **started);  // last: it may free `this`
+    return;
+  }
   if (!deadline_.armed()) arm_deadline();
 }
 

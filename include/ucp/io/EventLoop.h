@@ -132,6 +132,12 @@ class EventLoop {
   /// refused (op.result: -ECANCELED once the loop shuts down, -EAGAIN when the SQ and the
   /// pending queue are both full); nothing is in flight then and no completion follows.
   bool submit(io::Operation& op) noexcept;
+  /// Performs `op` here and now when the backend can do so without waiting, and says so: true
+  /// with the result in op.result (nothing in flight, no completion follows). Only the epoll
+  /// backend ever can, for a send on a connection it knows is writable with nothing queued
+  /// before it; false: nothing happened, submit() it as usual. Saves the completion's trip
+  /// through the next poll (a loop iteration per echoed request).
+  bool try_now(io::Operation& op) noexcept;
   /// Asks the backend to end `op` early (it completes with -ECANCELED unless its result came
   /// first). Harmless when it has completed already.
   void cancel(io::Operation& op) noexcept;

@@ -10,6 +10,8 @@
 //
 // Either way a completion is delivered only while the loop walks its completions, never from
 // inside submit(), and the descriptor and the memory it names must live until the last one.
+// (EventLoop::try_now is the one way to have an operation performed on the spot: it says so,
+// and then nothing is in flight.)
 //
 // OperationAwaiter is the one base of the awaitable operations (io/Operations.h): it prepares
 // nothing but the descriptor; `await_suspend` submits it. No awaiter submits to the kernel

@@ -18,6 +18,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include <netinet/in.h>
@@ -102,10 +103,12 @@ class VectoredSend {
   VectoredSend(const VectoredSend&) = delete;
   VectoredSend& operator=(const VectoredSend&) = delete;
 
-  /// Starts the send of `buffers` (at most kMaxBuffers are taken) with the loop's batch.
-  /// Refused, with nothing in flight: operation_canceled once the loop is shutting down,
-  /// resource_unavailable_try_again when there is no submission room.
-  Result<void> start(std::span<const iovec> buffers) noexcept;
+  /// Starts the send of `buffers` (at most kMaxBuffers are taken) with the loop's batch, or
+  /// sends them at once where the backend can without waiting (EventLoop::try_now): then the
+  /// value is the send's result (bytes, or -errno) and no callback comes. std::nullopt: in
+  /// flight, the callback reports. Refused, with nothing in flight: operation_canceled once
+  /// the loop is shutting down, resource_unavailable_try_again when there is no submission room.
+  Result<std::optional<int32_t>> start(std::span<const iovec> buffers) noexcept;
   bool in_flight() const noexcept { return in_flight_; }
   /// Asks for the send in flight to end early (its callback still runs).
   void cancel() noexcept;

@@ -4,6 +4,8 @@
 // the same operations as the io_uring backend, with the same results and completion flags, by
 // doing the non-blocking system call itself when epoll says the fd is ready.
 //
+//   try_now(): a send on an attached stream socket known to be writable, nothing queued
+//              before it: sent here; on EAGAIN nothing is done and it is submitted instead
 //   submit() --queue--> poll(): try what the fd's hints say is ready (one syscall each),
 //                               park the rest on the fd (FIFO per direction)
 //                        epoll_wait (edge-triggered; skipped once when completions are
@@ -74,6 +76,7 @@ class EpollBackend final : public Backend {
 
   Result<void> enable() override { return {}; }
   bool submit(Operation& op) noexcept override;
+  bool try_now(Operation& op) noexcept override;
   void cancel(Operation& op) noexcept override;
   void poll(bool block, std::chrono::nanoseconds timeout, ReadyList& ready,
             uint32_t limit) override;
