@@ -84,7 +84,19 @@ class Pool {
     if (debt_.fetch_add(outstanding_, std::memory_order_acq_rel) + outstanding_ == 0) delete this;
   }
 
-  MemoryPool::Stats stats() const noexcept { return {chunks_.size(), outstanding_}; }
+  MemoryPool::Stats stats() const noexcept {
+    MemoryPool::Stats stats{chunks_.size(), outstanding_, 0};
+    for (size_t size_class = 0; size_class < kClassCount; ++size_class) {
+      const size_t bytes = class_bytes(size_class);
+      size_t free_blocks = 0;
+      for (const FreeBlock* block = free_[size_class]; block != nullptr; block = block->next) {
+        ++free_blocks;
+      }
+      stats.bytes_in_use +=
+          (chunks_per_class_[size_class] * (kChunkSize / bytes) - free_blocks) * bytes;
+    }
+    return stats;
+  }
 
   ~Pool() {
     for (void* chunk : chunks_) std::free(chunk);
@@ -106,6 +118,7 @@ class Pool {
     void* chunk = std::aligned_alloc(64, kChunkSize);
     if (chunk == nullptr) throw std::bad_alloc();
     chunks_.push_back(chunk);
+    ++chunks_per_class_[size_class];
     size_t bytes = class_bytes(size_class);
     auto* base = static_cast<std::byte*>(chunk);
     for (size_t offset = 0; offset + bytes <= kChunkSize; offset += bytes) {
@@ -119,6 +132,7 @@ class Pool {
 
   std::array<FreeBlock*, kClassCount> free_{};
   std::vector<void*> chunks_;
+  std::array<size_t, kClassCount> chunks_per_class_{};
   long long outstanding_ = 0;  // owner-thread count: allocations minus local frees
   alignas(64) std::atomic<FreeBlock*> remote_{nullptr};
   std::atomic<long long> debt_{0};

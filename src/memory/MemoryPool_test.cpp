@@ -49,6 +49,20 @@ TEST(MemoryPool, ServesFourKibPayloadsFromThePool) {
   MemoryPool::deallocate(largest);
 }
 
+// bytes_in_use counts whole blocks (header included) of the size class a request lands in:
+// 100 bytes + the 16-byte header take a 128-byte block, 1,000 + 16 a 1,024-byte one.
+TEST(MemoryPool, CountsTheBytesOfTheBlocksInUse) {
+  const size_t before = MemoryPool::thread_stats().bytes_in_use;
+  void* small = MemoryPool::allocate(100);
+  EXPECT_EQ(MemoryPool::thread_stats().bytes_in_use, before + 128);
+  void* frame = MemoryPool::allocate(1000);
+  EXPECT_EQ(MemoryPool::thread_stats().bytes_in_use, before + 128 + 1024);
+  MemoryPool::deallocate(small);
+  EXPECT_EQ(MemoryPool::thread_stats().bytes_in_use, before + 1024);
+  MemoryPool::deallocate(frame);
+  EXPECT_EQ(MemoryPool::thread_stats().bytes_in_use, before);
+}
+
 TEST(MemoryPool, LargeRequestsFallBackToTheHeap) {
   auto before = MemoryPool::thread_stats();
   void* big = MemoryPool::allocate(MemoryPool::kMaxBlockSize * 4);

@@ -31,10 +31,14 @@ class MemoryPool {
   static void* allocate(size_t size);
   static void deallocate(void* pointer) noexcept;
 
-  /// Live statistics of the calling thread's pool (for tests and metrics).
+  /// Live statistics of the calling thread's pool (for tests and metrics; walks the free
+  /// lists, so not for a hot path).
   struct Stats {
     size_t chunks = 0;          // 64 KiB chunks held
     long long outstanding = 0;  // blocks handed out by this thread not yet freed here
+    size_t bytes_in_use = 0;    // the blocks of this pool not on its free lists, headers
+                                // included (blocks freed by other threads count until the
+                                // owner takes them back)
   };
   static Stats thread_stats() noexcept;
 };
