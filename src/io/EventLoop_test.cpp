@@ -26,6 +26,7 @@
 #include "ucp/io/RingMessage.h"
 
 #include "Backends.h"
+#include "SocketPair.h"
 #include "io/uring/FixedBuffers.h"
 
 namespace ucp {
@@ -41,15 +42,7 @@ std::unique_ptr<EventLoop> make_loop(BackendKind backend, LoopOptions options = 
   return std::move(*loop);
 }
 
-struct SocketPair {
-  UniqueFd a, b;
-  SocketPair() {
-    int fds[2];
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    a = UniqueFd(fds[0]);
-    b = UniqueFd(fds[1]);
-  }
-};
+using test::SocketPair;
 
 std::span<const std::byte> bytes_of(const std::string& s) {
   return std::as_bytes(std::span(s.data(), s.size()));

@@ -28,6 +28,7 @@
 #include "ucp/io/WithTimeout.h"
 
 #include "Backends.h"
+#include "SocketPair.h"
 #include "io/ReceiveBuffers.h"
 
 namespace ucp {
@@ -77,15 +78,7 @@ struct StreamWait {
   void await_resume() const noexcept {}
 };
 
-struct SocketPair {
-  UniqueFd a, b;
-  SocketPair() {
-    int fds[2];
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    a = UniqueFd(fds[0]);
-    b = UniqueFd(fds[1]);
-  }
-};
+using test::SocketPair;
 
 std::span<const std::byte> bytes_of(std::string_view s) {
   return std::as_bytes(std::span(s.data(), s.size()));

@@ -17,6 +17,7 @@
 #include "ucp/io/Operations.h"
 
 #include "Backends.h"
+#include "SocketPair.h"
 
 namespace ucp {
 namespace {
@@ -31,15 +32,7 @@ std::unique_ptr<EventLoop> make_loop() {
   return loop ? std::move(*loop) : nullptr;
 }
 
-struct SocketPair {
-  UniqueFd a, b;
-  SocketPair() {
-    int fds[2];
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    a = UniqueFd(fds[0]);
-    b = UniqueFd(fds[1]);
-  }
-};
+using test::SocketPair;
 
 void run_task(EventLoop& loop, Task<> body) {
   loop.spawn([](EventLoop& l, Task<> inner) -> Task<> {

@@ -27,6 +27,7 @@
 #include "ucp/io/Operations.h"
 
 #include "SeccompFilter.h"
+#include "SocketPair.h"
 
 namespace ucp {
 namespace {
@@ -55,15 +56,7 @@ void run_task(EventLoop& loop, Task<> body) {
   loop.run();
 }
 
-struct SocketPair {
-  UniqueFd a, b;
-  SocketPair() {
-    int fds[2];
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    a = UniqueFd(fds[0]);
-    b = UniqueFd(fds[1]);
-  }
-};
+using test::SocketPair;
 
 std::span<const std::byte> bytes_of(std::string_view s) {
   return std::as_bytes(std::span(s.data(), s.size()));
