@@ -13,11 +13,16 @@ namespace ucp::ws {
 
 /// The way into WebSocket's private server entry.
 struct Accepted {
-  static Task<> serve(TcpConnection& tcp, io::BufferLease& received, const Options& options,
-                      const Negotiated& negotiated, WebSocket::Handler& handler) {
-    return WebSocket::serve(tcp, received, options, negotiated, handler);
+  /// `start` is the closure's own: it lives as long as the connection.
+  static Task<> serve(ServerStart& start, TcpConnection& tcp, io::BufferLease& received) {
+    start.tcp = &tcp;
+    start.received = &received;
+    return WebSocket::serve(start);
   }
 };
+
+static_assert(sizeof(ServerStart) <= http::UpgradeHandler::kInlineSize,
+              "the closure of upgrade() must fit UniqueFunction's inline room");
 
 namespace {
 
@@ -124,9 +129,11 @@ bool accept(const Request& request, Response& response, const Options& options,
             WebSocket::Handler handler) {
   Negotiated negotiated;
   if (!answer_handshake(request, response, options, negotiated)) return false;
-  response.switch_protocols([options = &options, handler = std::move(handler), negotiated](
+  response.switch_protocols([handler = std::move(handler),
+                             start = ServerStart{nullptr, nullptr, &options, nullptr, negotiated}](
                                 TcpConnection& tcp, io::BufferLease& received) mutable {
-    return Accepted::serve(tcp, received, *options, negotiated, handler);
+    start.handler = &handler;
+    return Accepted::serve(start, tcp, received);
   });
   return true;
 }
@@ -139,8 +146,9 @@ http::Handler upgrade(Options options, WebSocket::Handler handler) {
       // The route keeps the options and the handler: the connection only points to them, so
       // what it carries fits in the closure's inline room.
       response.switch_protocols(
-          [e = endpoint.get(), negotiated](TcpConnection& tcp, io::BufferLease& received) {
-            return Accepted::serve(tcp, received, e->options, negotiated, e->handler);
+          [start = ServerStart{nullptr, nullptr, &endpoint->options, &endpoint->handler,
+                               negotiated}](TcpConnection& tcp, io::BufferLease& received) mutable {
+            return Accepted::serve(start, tcp, received);
           });
     }
     co_return;

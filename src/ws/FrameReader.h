@@ -95,21 +95,22 @@ class FrameReader {
   Event finish_message() noexcept;
   static size_t header_size(const std::byte* first_two) noexcept;
 
+  // Laid out without padding: the reader lives in every connection's WebSocket.
   Limits limits_;
   Inflater* inflater_ = nullptr;
   MessageBuffer assembly_;
-  Utf8Validator utf8_;
   // The output of the last event: a message, a control payload or a close reason.
   std::span<const std::byte> out_;
   const char* error_reason_ = "";
-  uint16_t close_code_ = 0;
-  uint16_t error_code_ = 0;
   // The frame being read.
   uint64_t remaining_ = 0;      // payload bytes of the current frame not yet consumed
   uint64_t message_bytes_ = 0;  // the message so far (wire bytes; inflated ones are limited apart)
   size_t validated_ = 0;        // inflated text: bytes of assembly_ already checked as UTF-8
   std::byte mask_[4] = {};
   uint32_t mask_phase_ = 0;
+  uint16_t close_code_ = 0;
+  uint16_t error_code_ = 0;
+  Utf8Validator utf8_;
   Opcode opcode_ = Opcode::kContinuation;
   bool fin_ = false;
   bool in_frame_ = false;    // a header was read, its payload is being read

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "ucp/ws/WebSocket.h"
+
 #include "Deflate.h"
 
 namespace ucp::ws {
@@ -18,6 +20,17 @@ struct Negotiated {
   uint8_t subprotocol = kNoSubprotocol;  // index into Options::subprotocols
   bool deflate = false;
   DeflateParams deflate_params;
+};
+
+/// What a server connection starts from: kept in the closure that runs the connection (which
+/// lives as long as the connection), so that the connection's coroutine needs only a pointer
+/// to it. The options and the handler belong to the route (or to the closure of accept()).
+struct ServerStart {
+  TcpConnection* tcp = nullptr;
+  io::BufferLease* received = nullptr;  // the bytes after the handshake: moved in
+  const Options* options = nullptr;
+  WebSocket::Handler* handler = nullptr;
+  Negotiated negotiated;
 };
 
 /// Sec-WebSocket-Accept for `key`: base64(SHA-1(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")).

@@ -86,11 +86,14 @@ class WebSocket::FrameLock {
     return true;
   }
   void await_suspend(std::coroutine_handle<> waiter) noexcept {
+    // The waiters form a ring: the WebSocket points to the last, the last to the first.
     waiter_ = waiter;
-    if (ws_.lock_tail_ != nullptr) {
-      static_cast<FrameLock*>(ws_.lock_tail_)->next_ = this;
+    auto* last = static_cast<FrameLock*>(ws_.lock_tail_);
+    if (last != nullptr) {
+      next_ = last->next_;
+      last->next_ = this;
     } else {
-      ws_.lock_head_ = this;
+      next_ = this;
     }
     ws_.lock_tail_ = this;
   }
@@ -98,13 +101,17 @@ class WebSocket::FrameLock {
 
   /// Passes the turn to the next waiter, or frees it.
   static void unlock(WebSocket& ws) noexcept {
-    auto* next = static_cast<FrameLock*>(ws.lock_head_);
-    if (next == nullptr) {
+    auto* last = static_cast<FrameLock*>(ws.lock_tail_);
+    if (last == nullptr) {
       ws.sending_ = false;
       return;
     }
-    ws.lock_head_ = next->next_;
-    if (ws.lock_head_ == nullptr) ws.lock_tail_ = nullptr;
+    FrameLock* next = last->next_;
+    if (next == last) {
+      ws.lock_tail_ = nullptr;
+    } else {
+      last->next_ = next->next_;
+    }
     ws.tcp_.loop().schedule(next->waiter_);  // sending_ stays set: the turn is theirs
   }
 
@@ -175,13 +182,12 @@ WebSocket::WebSocket(TcpConnection& tcp, const Options& options, Role role,
       if (extras_->deflate) r->enable_inflate(&extras_->deflate->inflater);
     }
   }
-  timer_.owner = this;
-  timer_.set_callback(&on_timer);
+  set_callback(&on_timer);
   if (options.ping_interval_ms > 0) arm_timer(options.ping_interval_ms);
 }
 
 WebSocket::~WebSocket() {
-  tcp_.loop().cancel_timer(timer_);
+  tcp_.loop().cancel_timer(*this);
   if (extras_ && extras_->runner) extras_->runner.destroy();  // a client's reading side
   reader().~FrameReader();
 }
@@ -204,7 +210,7 @@ bool WebSocket::compressed() const noexcept { return extras_ && extras_->deflate
 // ---- timers ----
 
 void WebSocket::arm_timer(uint32_t ms) noexcept {
-  tcp_.loop().add_timer(timer_, tcp_.loop().now() + std::chrono::milliseconds(ms));
+  tcp_.loop().add_timer(*this, tcp_.loop().now() + std::chrono::milliseconds(ms));
 }
 
 void WebSocket::note_activity() noexcept {
@@ -213,7 +219,7 @@ void WebSocket::note_activity() noexcept {
 }
 
 void WebSocket::on_timer(io::TimerNode& node) noexcept {
-  WebSocket& ws = *static_cast<Timer&>(node).owner;
+  WebSocket& ws = static_cast<WebSocket&>(node);
   if (ws.state_ == State::kClosed) return;
   if (ws.state_ == State::kClosing || ws.ping_outstanding_) {
     ws.timer_expired_ = true;  // the peer's close frame, or the answer to our ping, is late
@@ -237,7 +243,7 @@ void WebSocket::end(uint16_t code, std::error_code why) noexcept {
   state_ = State::kClosed;
   if (close_code_ == 0 || code != close_code::kAbnormal) close_code_ = code;
   terminal_ = why;
-  tcp_.loop().cancel_timer(timer_);
+  tcp_.loop().cancel_timer(*this);
   input_.reset();
   input_offset_ = 0;
 }
@@ -309,7 +315,7 @@ std::coroutine_handle<> WebSocket::ReceiveAwaiter::await_suspend(
     // A client's first receive: its reading side starts now (a server's runs from the start).
     std::coroutine_handle<> runner;
     try {
-      runner = run(&ws_, nullptr, nullptr, nullptr, nullptr, nullptr).release();
+      runner = run(&ws_, nullptr).release();
     } catch (const std::bad_alloc&) {
       ws_.receiver_ = {};
       early_ = make_error_code(std::errc::not_enough_memory);
@@ -323,7 +329,14 @@ std::coroutine_handle<> WebSocket::ReceiveAwaiter::await_suspend(
 
 Result<Message> WebSocket::ReceiveAwaiter::await_resume() noexcept {
   if (early_) return Unexpected{early_};
-  if (ws_.result_error_) return Unexpected{std::exchange(ws_.result_error_, {})};
+  switch (std::exchange(ws_.delivery_, Delivery::kMessage)) {
+    case Delivery::kTerminal:
+      return Unexpected{ws_.terminal_};
+    case Delivery::kCanceled:
+      return Unexpected{make_error_code(std::errc::operation_canceled)};
+    case Delivery::kMessage:
+      break;
+  }
   FrameReader& r = ws_.reader();
   return Message{r.message_is_text() ? MessageKind::kText : MessageKind::kBinary, r.message()};
 }
@@ -369,169 +382,257 @@ void WebSocket::keep_close_reason(std::string_view reason) noexcept {
   }
 }
 
-Task<> WebSocket::serve(TcpConnection& tcp, io::BufferLease& received, const Options& options,
-                        const Negotiated& negotiated, Handler& handler) {
-  return run(nullptr, &tcp, &received, &options, &negotiated, &handler);
-}
+/// run()'s read: into input_, which is empty meanwhile (an idle connection holds no buffer),
+/// and handed to after_read() at once, so that no result stays in run()'s frame.
+class WebSocket::Read {
+ public:
+  explicit Read(WebSocket& ws) noexcept : ws_(ws), read_(ws.tcp_.receive_into(ws.input_)) {
+    ws.reading_ = &read_;
+  }
+  bool await_ready() const noexcept { return read_.await_ready(); }
+  bool await_suspend(std::coroutine_handle<> self) noexcept { return read_.await_suspend(self); }
+  void await_resume() noexcept { ws_.after_read(read_.await_resume()); }
 
-Task<> WebSocket::run(WebSocket* client, TcpConnection* tcp, io::BufferLease* received,
-                      const Options* options, const Negotiated* negotiated, Handler* handler) {
+ private:
+  WebSocket& ws_;
+  TcpConnection::ReadAwaiter read_;
+};
+
+/// Awaits control_task(step) and drops its result: whether the frame went out shows in the
+/// connection's state.
+class WebSocket::Sent {
+ public:
+  Sent(WebSocket& ws, Step step) : task_(ws.control_task(step)) {}
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> self) noexcept { return task_.await_suspend(self); }
+  void await_resume() { (void)task_.await_resume(); }
+
+ private:
+  Task<Result<void>> task_;
+};
+
+Task<> WebSocket::serve(const ServerStart& start) { return run(nullptr, &start); }
+
+Task<> WebSocket::run(WebSocket* ws, const ServerStart* start) {
   // A server's WebSocket lives here, in the frame of its reading side.
   struct Owned {
-    WebSocket* ws = nullptr;
-    std::coroutine_handle<> user;
+    alignas(WebSocket) std::byte storage[sizeof(WebSocket)];
+    bool live = false;
     ~Owned() {
-      if (user) user.destroy();
-      if (ws != nullptr) ws->~WebSocket();
+      if (!live) return;
+      auto* ws = std::launder(reinterpret_cast<WebSocket*>(storage));
+      if (ws->user_) ws->user_.destroy();
+      ws->~WebSocket();
     }
   } owned;
-  alignas(WebSocket) std::byte storage[sizeof(WebSocket)];
-  WebSocket* ws = client;
   if (ws == nullptr) {
-    ws = ::new (storage)
-        WebSocket(*tcp, *options, Role::kServer, std::move(*received), *negotiated, nullptr);
-    owned.ws = ws;
-    ws->user_ = start_handler(*ws, *handler);
-    owned.user = ws->user_;
+    ws = ::new (owned.storage) WebSocket(*start->tcp, *start->options, Role::kServer,
+                                         std::move(*start->received), start->negotiated, nullptr);
+    owned.live = true;
+    ws->user_ = start_handler(*ws, *start->handler);
+    ws->finishing_ = !ws->user_;  // a server without a handler just closes
   }
-  bool finishing = !ws->user_ && client == nullptr;  // a server without a handler just closes
   for (;;) {
-    if (!finishing) {
-      co_await Park(*ws);
-      if (ws->user_ && ws->user_.done()) {
-        // The handler returned: the connection closes (1011 if it threw).
-        finishing = true;
-        if (ws->state_ == State::kOpen) {
-          const uint16_t code = handler_outcome(*ws);
-          ws->close_code_ = code;
-          ws->arm_timer(ws->options_.close_timeout_ms);
-          (void)co_await ws->send_close(code, {});
-        }
-      } else if (!ws->receiver_) {
-        continue;  // nothing asked for
-      }
-    }
-    if (finishing && ws->state_ == State::kClosed) {
-      if (ws->lingering_) co_await ws->linger();
-      co_await SendersDone(*ws);  // their writes end: sent, or failed by the write timeout
-      break;
-    }
-
-    // Read until there is something for the receiver (while finishing: until closed).
-    FrameReader& reader = ws->reader();
-    bool have = false;
-    while (!have) {
-      if (ws->state_ == State::kClosed) {
-        ws->result_error_ = ws->terminal_;
-        have = true;
+    switch (const Step step = ws->advance()) {
+      case Step::kPark:
+        co_await Park(*ws);
         break;
-      }
-      if (ws->cancel_requested_) {
-        ws->cancel_requested_ = false;
-        if (!finishing) {
-          ws->result_error_ = make_error_code(std::errc::operation_canceled);
-          have = true;
-          break;
-        }
-      }
-      if (ws->timer_expired_) {
-        ws->timer_expired_ = false;
-        const bool closing = ws->state_ == State::kClosing;
-        // The peer did not answer our close frame, or our ping: give up on it, without
-        // waiting for it any longer.
-        ws->end(closing ? ws->close_code_ : close_code::kAbnormal,
-                closing ? make_error_code(Errc::kClosed) : make_error_code(Errc::kPingTimeout));
-        ws->tcp_.shutdown_write();
-        continue;
-      }
-      if (ws->ping_due_) {
-        ws->ping_due_ = false;
-        if (ws->state_ == State::kOpen) {
-          ws->ping_outstanding_ = true;
-          ws->arm_timer(ws->options_.ping_timeout_ms);
-          (void)co_await ws->send_control(0x9, {});
-        }
-      }
-      auto event = FrameReader::Event::kNeedMore;
-      if (ws->input_offset_ < ws->input_.size()) {
-        std::span<std::byte> input(ws->input_.writable().data() + ws->input_offset_,
-                                   ws->input_.size() - ws->input_offset_);
-        event = reader.next(input);
-        ws->input_offset_ = static_cast<uint32_t>(ws->input_.size() - input.size());
-      }
-      switch (event) {
-        case FrameReader::Event::kMessage:
-          if (ws->state_ == State::kOpen && !finishing) {
-            ws->result_error_ = {};
-            have = true;
-          }
-          continue;  // after our close frame, messages are dropped
-        case FrameReader::Event::kPing:
-          if (ws->state_ == State::kOpen) {
-            (void)co_await ws->send_control(0xA, reader.control_payload());
-          }
-          continue;
-        case FrameReader::Event::kPong:
-          ws->ping_outstanding_ = false;
-          continue;
-        case FrameReader::Event::kClose: {
-          const uint16_t code = reader.close_code();
-          ws->keep_close_reason(reader.close_reason());
-          // Answer with the same code (none if it had none), then end.
-          if (ws->state_ == State::kOpen) (void)co_await ws->send_close(code, {});
-          ws->close_code_ = code;
-          ws->end(code, make_error_code(Errc::kClosed));
-          ws->shut_down();
-          continue;
-        }
-        case FrameReader::Event::kError: {
-          const uint16_t code = reader.error_code();
-          log_failure(*ws, code, reader.error_reason());
-          if (ws->state_ == State::kOpen)
-            (void)co_await ws->send_close(code, reader.error_reason());
-          ws->end(code, error_for(code));
-          ws->shut_down();
-          continue;
-        }
-        case FrameReader::Event::kNeedMore:
-          break;
-      }
-      // Everything buffered is parsed: wait for more, holding no buffer meanwhile.
-      ws->input_.reset();
-      ws->input_offset_ = 0;
-      reader.release_buffers();
-      auto read = ws->tcp_.receive();
-      ws->reading_ = &read;
-      auto data = co_await read;
-      ws->reading_ = nullptr;
-      if (!data) {
-        const std::error_code error = data.error();
-        if (error == std::errc::operation_canceled &&
-            (ws->ping_due_ || ws->timer_expired_ || ws->cancel_requested_)) {
-          continue;  // our own wake-up: the flags say why
-        }
-        if (error == std::errc::operation_canceled && ws->state_ == State::kOpen) {
-          // The server is stopping (its reads end): going away, politely.
-          (void)co_await ws->send_close(close_code::kGoingAway, {});
-          ws->end(close_code::kGoingAway, make_error_code(Errc::kClosed));
-          ws->tcp_.shutdown_write();
-          continue;
-        }
-        ws->end(close_code::kAbnormal, error);  // reset, write timeout...: no close frame
-        continue;
-      }
-      if (data->empty()) {  // the peer's FIN without (or after) a close frame
-        ws->end(close_code::kAbnormal, make_error_code(Errc::kClosed));
-        ws->tcp_.shutdown_write();
-        continue;
-      }
-      ws->input_ = std::move(*data);
-      ws->note_activity();
+      case Step::kRead:
+        co_await Read(*ws);
+        break;
+      default:
+        co_await Sent(*ws, step);
+        if (step == Step::kFinish) co_return;
+        break;
     }
-    if (finishing) continue;
-    ws->cancel_requested_ = false;
-    ws->delivery_ready_ = true;
   }
+}
+
+WebSocket::Step WebSocket::advance() noexcept {
+  FrameReader& r = reader();
+  for (;;) {
+    switch (phase_) {
+      case Phase::kTop:
+        if (finishing_) {
+          phase_ = Phase::kEndOrRead;
+          continue;
+        }
+        phase_ = Phase::kParked;
+        return Step::kPark;
+      case Phase::kParked:
+        if (user_ && user_.done()) {
+          // The handler returned: the connection closes (1011 if it threw).
+          finishing_ = true;
+          phase_ = Phase::kEndOrRead;
+          if (state_ == State::kOpen) {
+            close_code_ = handler_outcome(*this);
+            arm_timer(options_.close_timeout_ms);
+            return Step::kClose;
+          }
+          continue;
+        }
+        phase_ = receiver_ ? Phase::kEndOrRead : Phase::kTop;  // nothing asked for: park again
+        continue;
+      case Phase::kEndOrRead:
+        if (finishing_ && state_ == State::kClosed) return Step::kFinish;
+        // Read until there is something for the receiver (while finishing: until closed).
+        phase_ = Phase::kRead;
+        continue;
+      case Phase::kRead:
+        if (state_ == State::kClosed) {
+          delivery_ = Delivery::kTerminal;
+          phase_ = Phase::kDeliver;
+          continue;
+        }
+        if (cancel_requested_) {
+          cancel_requested_ = false;
+          if (!finishing_) {
+            delivery_ = Delivery::kCanceled;
+            phase_ = Phase::kDeliver;
+            continue;
+          }
+        }
+        if (timer_expired_) {
+          timer_expired_ = false;
+          const bool closing = state_ == State::kClosing;
+          // The peer did not answer our close frame, or our ping: give up on it, without
+          // waiting for it any longer.
+          end(closing ? close_code_ : close_code::kAbnormal,
+              closing ? make_error_code(Errc::kClosed) : make_error_code(Errc::kPingTimeout));
+          tcp_.shutdown_write();
+          continue;
+        }
+        phase_ = Phase::kParse;
+        if (ping_due_) {
+          ping_due_ = false;
+          if (state_ == State::kOpen) {
+            ping_outstanding_ = true;
+            arm_timer(options_.ping_timeout_ms);
+            return Step::kPing;
+          }
+        }
+        continue;
+      case Phase::kParse: {
+        auto event = FrameReader::Event::kNeedMore;
+        if (input_offset_ < input_.size()) {
+          std::span<std::byte> input(input_.writable().data() + input_offset_,
+                                     input_.size() - input_offset_);
+          event = r.next(input);
+          input_offset_ = static_cast<uint32_t>(input_.size() - input.size());
+        }
+        phase_ = Phase::kRead;
+        switch (event) {
+          case FrameReader::Event::kMessage:
+            if (state_ == State::kOpen && !finishing_) {
+              delivery_ = Delivery::kMessage;
+              phase_ = Phase::kDeliver;
+            }
+            continue;  // after our close frame, messages are dropped
+          case FrameReader::Event::kPing:
+            if (state_ == State::kOpen) return Step::kPong;
+            continue;
+          case FrameReader::Event::kPong:
+            ping_outstanding_ = false;
+            continue;
+          case FrameReader::Event::kClose:
+            keep_close_reason(r.close_reason());
+            // Answer with the same code (none if it had none), then end.
+            phase_ = Phase::kAfterClose;
+            if (state_ == State::kOpen) return Step::kAnswerClose;
+            continue;
+          case FrameReader::Event::kError:
+            log_failure(*this, r.error_code(), r.error_reason());
+            phase_ = Phase::kAfterFail;
+            if (state_ == State::kOpen) return Step::kFail;
+            continue;
+          case FrameReader::Event::kNeedMore:
+            break;
+        }
+        // Everything buffered is parsed: wait for more, holding no buffer meanwhile.
+        input_.reset();
+        input_offset_ = 0;
+        r.release_buffers();
+        return Step::kRead;
+      }
+      case Phase::kAfterClose:
+        close_code_ = r.close_code();
+        end(r.close_code(), make_error_code(Errc::kClosed));
+        shut_down();
+        phase_ = Phase::kRead;
+        continue;
+      case Phase::kAfterFail:
+        end(r.error_code(), error_for(r.error_code()));
+        shut_down();
+        phase_ = Phase::kRead;
+        continue;
+      case Phase::kGoingAway:
+        phase_ = Phase::kAfterGoingAway;
+        return Step::kGoingAway;
+      case Phase::kAfterGoingAway:
+        end(close_code::kGoingAway, make_error_code(Errc::kClosed));
+        tcp_.shutdown_write();
+        phase_ = Phase::kRead;
+        continue;
+      case Phase::kDeliver:
+        phase_ = Phase::kTop;
+        if (finishing_) continue;
+        cancel_requested_ = false;
+        delivery_ready_ = true;
+        continue;
+    }
+  }
+}
+
+void WebSocket::after_read(Result<size_t> read) noexcept {
+  reading_ = nullptr;
+  phase_ = Phase::kRead;
+  if (!read) {
+    input_.reset();
+    const std::error_code error = read.error();
+    if (error == std::errc::operation_canceled &&
+        (ping_due_ || timer_expired_ || cancel_requested_)) {
+      return;  // our own wake-up: the flags say why
+    }
+    if (error == std::errc::operation_canceled && state_ == State::kOpen) {
+      // The server is stopping (its reads end): going away, politely.
+      phase_ = Phase::kGoingAway;
+      return;
+    }
+    end(close_code::kAbnormal, error);  // reset, write timeout...: no close frame
+    return;
+  }
+  if (*read == 0) {  // the peer's FIN without (or after) a close frame
+    end(close_code::kAbnormal, make_error_code(Errc::kClosed));
+    tcp_.shutdown_write();
+    return;
+  }
+  note_activity();
+}
+
+Task<Result<void>> WebSocket::control_task(Step step) {
+  FrameReader& r = reader();
+  switch (step) {
+    case Step::kClose:
+      return send_close(close_code_, {});
+    case Step::kPing:
+      return send_control(0x9, {});
+    case Step::kPong:
+      return send_control(0xA, r.control_payload());
+    case Step::kAnswerClose:
+      return send_close(r.close_code(), {});
+    case Step::kFail:
+      return send_close(r.error_code(), r.error_reason());
+    case Step::kGoingAway:
+      return send_close(close_code::kGoingAway, {});
+    default:
+      return finish();
+  }
+}
+
+Task<Result<void>> WebSocket::finish() {
+  if (lingering_) co_await linger();
+  co_await SendersDone(*this);  // their writes end: sent, or failed by the write timeout
+  co_return Result<void>{};
 }
 
 // ---- send ----

@@ -57,6 +57,10 @@ class TcpConnection {
   /// the multishot receive; a registered buffer for single-shot reads when one is free). An
   /// empty lease means EOF. Drop the lease once done with its bytes.
   ReceiveAwaiter receive() noexcept { return reader_.receive(); }
+  /// receive() into a lease the caller keeps (it must outlive the read): the result is the
+  /// number of bytes lent (0: EOF). An awaiter without a lease of its own, for coroutine
+  /// frames that every idle connection holds.
+  ReadAwaiter receive_into(io::BufferLease& lease) noexcept { return {reader_, &lease}; }
   /// Sends every byte of `data` behind what is queued; resumes once all are in the kernel.
   WriteAwaiter write_all(std::span<const std::byte> data) noexcept {
     return writer_.write_all(data);

@@ -63,10 +63,12 @@
 namespace ucp::ws {
 
 struct Negotiated;
+struct ServerStart;
 struct WebSocketExtras;
 class FrameReader;
 
-class WebSocket {
+/// The keep-alive ping, its answer and the close handshake run on the timer the WebSocket is.
+class WebSocket : private io::TimerNode {
  public:
   class ReceiveAwaiter;
   class SendAwaiter;
@@ -179,6 +181,8 @@ class WebSocket {
     kClosed,   // both close frames, a failure, or the end of the connection
   };
   class Park;
+  class Read;
+  class Sent;
   class FrameLock;
   class Sender;
   class SendersDone;
@@ -187,15 +191,50 @@ class WebSocket {
             const Negotiated& negotiated, std::unique_ptr<WebSocketExtras> extras) noexcept;
 
   /// A server connection after its 101: the WebSocket lives in this coroutine's frame, which
-  /// runs `handler` and reads the connection for it; returns once the handler has returned and
-  /// the close handshake is over. (ucp/ws/Accept.h)
-  static Task<> serve(TcpConnection& tcp, io::BufferLease& received, const Options& options,
-                      const Negotiated& negotiated, Handler& handler);
+  /// runs the handler and reads the connection for it; returns once the handler has returned
+  /// and the close handshake is over.
+  static Task<> serve(const ServerStart& start);
   /// The reading side: parks between receive() calls and reads until it has something for
-  /// the receiver. A server's run also runs the handler; a client's is started by its first
-  /// receive() and owned by the WebSocket.
-  static Task<> run(WebSocket* client, TcpConnection* tcp, io::BufferLease* received,
-                    const Options* options, const Negotiated* negotiated, Handler* handler);
+  /// the receiver. A server's run (`client` null) also runs the handler; a client's is started
+  /// by its first receive() and owned by the WebSocket. Its frame is what every connection
+  /// keeps, so it holds nothing but the server's WebSocket and the awaiters of its three
+  /// suspensions: the decisions are advance()'s, the control frames control_task()'s.
+  static Task<> run(WebSocket* client, const ServerStart* start);
+  /// What run() does next.
+  enum class Step : uint8_t {
+    kPark,         // wait for the next receive() (or start the handler)
+    kRead,         // read the connection into input_
+    kClose,        // our close frame: close_code_ (the handler returned, or the server stops)
+    kPing,         // a keep-alive ping
+    kPong,         // the answer to the peer's ping
+    kAnswerClose,  // the answer to the peer's close frame
+    kFail,         // the close frame that fails the connection (the reader's error)
+    kGoingAway,    // our close frame when the server stops
+    kFinish,       // linger, and wait for the other senders: the end
+  };
+  /// Where advance() goes on from.
+  enum class Phase : uint8_t {
+    kTop,             // park, unless finishing
+    kParked,          // back from the park
+    kEndOrRead,       // done if finishing and closed, else read for the receiver
+    kRead,            // the read loop: flags first, then parse
+    kParse,           // parse what input_ holds
+    kAfterClose,      // the answer to a close frame is out
+    kAfterFail,       // the failing close frame is out
+    kGoingAway,       // the server stops: our close frame (1001)
+    kAfterGoingAway,  // and it is out
+    kDeliver,         // the receiver gets what delivery_ says
+  };
+  /// What receive() gets when it does not get a message.
+  enum class Delivery : uint8_t { kMessage, kTerminal, kCanceled };
+  /// Advances run()'s state without suspending, up to the next thing to await.
+  Step advance() noexcept;
+  /// After the read advance() asked for.
+  void after_read(Result<size_t> read) noexcept;
+  /// The control frame (or the end) that `step` sends; run() awaits it.
+  Task<Result<void>> control_task(Step step);
+  /// Lingers if shut down, then waits for the last Sender.
+  Task<Result<void>> finish();
   Task<Result<void>> send_slow(MessageKind kind, std::span<const std::byte> data, bool header_out);
   /// A control frame (ping, pong, close), in its turn with the data frames.
   Task<Result<void>> send_control(uint8_t opcode, std::span<const std::byte> payload);
@@ -220,39 +259,37 @@ class WebSocket {
   void note_activity() noexcept;
   FrameReader& reader() noexcept;
 
+  // Laid out without padding: the WebSocket is most of what an idle connection holds.
   TcpConnection& tcp_;
   const Options& options_;
   io::BufferLease input_;  // received and not yet parsed (from input_offset_)
   uint32_t input_offset_ = 0;
+  uint16_t close_code_ = 0;
+  uint16_t senders_ = 0;                              // frames being written by other coroutines
   std::coroutine_handle<> runner_;                    // run(), parked between receives
   std::coroutine_handle<> receiver_;                  // the coroutine waiting in receive()
   std::coroutine_handle<Task<>::promise_type> user_;  // server: the handler run() runs
-  TcpConnection::ReceiveAwaiter* reading_ = nullptr;  // run()'s read in flight
-  std::error_code result_error_;                      // what receive() gets when it gets no message
+  TcpConnection::ReadAwaiter* reading_ = nullptr;     // run()'s read in flight
   std::error_code terminal_;                          // why the connection ended
-  struct Timer : io::TimerNode {
-    WebSocket* owner = nullptr;
-  };
-  Timer timer_;                              // keep-alive ping, its answer, the close handshake
   std::unique_ptr<WebSocketExtras> extras_;  // only when used: deflate, client, close reason
-  void* lock_head_ = nullptr;  // FrameLock: senders waiting for a frame written in pieces
-  void* lock_tail_ = nullptr;
-  uint16_t close_code_ = 0;
-  uint8_t subprotocol_;  // index into options_.subprotocols, or kNoSubprotocol
+  void* lock_tail_ = nullptr;  // FrameLock: senders waiting for a frame written in pieces
+  std::coroutine_handle<> senders_done_;  // run(), waiting for the senders before the end
+  uint8_t subprotocol_;                   // index into options_.subprotocols, or kNoSubprotocol
   Role role_;
   State state_ = State::kOpen;
+  Phase phase_ = Phase::kTop;
+  Delivery delivery_ = Delivery::kMessage;
   bool sending_ = false;         // a frame is being written in pieces: others wait their turn
-  bool delivery_ready_ = false;  // receiver_ gets the reader's message (or result_error_)
+  bool delivery_ready_ = false;  // receiver_ gets the reader's message (or what delivery_ says)
   bool user_started_ = false;
   bool ping_due_ = false;  // the keep-alive timer fired: send a ping
   bool ping_outstanding_ = false;
   bool timer_expired_ = false;  // the ping's answer or the peer's close frame is late
   bool cancel_requested_ = false;
   bool lingering_ = false;  // shut down: wait for the peer's FIN before closing the socket
-  uint16_t senders_ = 0;    // frames being written by coroutines other than run()
-  std::coroutine_handle<> senders_done_;  // run(), waiting for them before the end
+  bool finishing_ = false;  // run(): the handler has returned (or there is none): close
   // The frame reader, in place (its type is private to the library).
-  static constexpr size_t kReaderBytes = 160;
+  static constexpr size_t kReaderBytes = 136;
   alignas(8) std::byte reader_storage_[kReaderBytes];
 };
 
