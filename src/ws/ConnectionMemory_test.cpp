@@ -21,11 +21,14 @@
 #include "ucp/http/HttpServer.h"
 #include "ucp/memory/MemoryPool.h"
 #include "ucp/net/TcpServer.h"
+#include "ucp/ws/Accept.h"
+#include "ucp/ws/WebSocket.h"
 
 #include "Backends.h"
 #include "ErrorText.h"
 #include "HttpClient.h"
 #include "LoopbackClient.h"
+#include "WsRawClient.h"
 
 namespace ucp {
 namespace {
@@ -36,6 +39,7 @@ constexpr std::string_view kProbe = "pool?";
 // trip made; README "Memory per connection"). Measured: see the test output.
 constexpr size_t kEchoBudget = 1536;
 constexpr size_t kHttpBudget = 1792;
+constexpr size_t kWebSocketBudget = 2304;
 
 bool sanitized() {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -219,6 +223,57 @@ TEST(ConnectionMemory, IdleHttpKeepAliveConnectionStaysWithinItsBudget) {
   std::printf("idle HTTP keep-alive connection: %zu pool bytes (%zu connections)\n", per_connection,
               count);
   EXPECT_LE(per_connection, kHttpBudget);
+}
+
+// The WebSocket echo of proactor_test and bin/http_server; the probe is an HTTP keep-alive
+// connection to /pool opened before the WebSocket connections.
+TEST(ConnectionMemory, IdleWebSocketConnectionStaysWithinItsBudget) {
+  if (sanitized()) GTEST_SKIP() << "release builds only: sanitizers enlarge coroutine frames";
+  UCP_SKIP_UNLESS_BACKEND_USABLE(test::backend_under_test());
+  const size_t count = raise_fd_limit(1000);
+  ASSERT_GE(count, 200u) << "cannot raise the fd limit for the connections";
+
+  http::HttpServer server(one_worker(), loop_under_test(), http::HttpOptions{});
+  server.router().get("/pool", [](http::Request&, http::Response& res) -> Task<> {
+    res.body_buffer() = std::to_string(MemoryPool::thread_stats().bytes_in_use);
+    co_return;
+  });
+  server.router().get("/ws", ws::upgrade({}, [](ws::WebSocket& socket) -> Task<> {
+                        while (auto message = co_await socket.receive()) {
+                          if (!co_await socket.send(message->kind, message->data)) break;
+                        }
+                      }));
+  ASSERT_EQ(test::error_text(server.start()), "");
+  const Running running(server);
+  const uint16_t port = server.local_address().port();
+
+  auto pool_bytes = [](int fd, std::string& pending) -> size_t {
+    if (!test::send_text(fd, "GET /pool HTTP/1.1\r\nHost: a\r\n\r\n")) return 0;
+    auto reply = test::read_response(fd, pending, 10000);
+    return reply && reply->status == 200 ? parse_size(reply->body) : 0;
+  };
+  auto probe = test::connect_loopback(port);
+  ASSERT_TRUE(probe);
+  std::string probe_pending;
+  const size_t before = pool_bytes(probe->get(), probe_pending);
+  ASSERT_GT(before, 0u);
+  std::vector<test::WsRawClient> idle;
+  const std::string message(64, 'w');
+  for (size_t i = 0; i < count; ++i) {
+    auto client = test::WsRawClient::open(port, "/ws");
+    ASSERT_TRUE(client) << "connection " << i << ": " << client.error().message();
+    ASSERT_TRUE(client->send(test::ws_frame(0x82, message))) << "connection " << i;
+    auto echo = client->read_frame();
+    ASSERT_TRUE(echo) << "connection " << i << ": " << echo.error().message();
+    ASSERT_EQ(echo->payload, message) << "connection " << i;
+    idle.push_back(std::move(*client));
+  }
+  const size_t after = pool_bytes(probe->get(), probe_pending);
+  ASSERT_GT(after, 0u);
+  const size_t per_connection = (after - std::min(after, before)) / count;
+  std::printf("idle WebSocket connection: %zu pool bytes (%zu connections)\n", per_connection,
+              count);
+  EXPECT_LE(per_connection, kWebSocketBudget);
 }
 
 }  // namespace
