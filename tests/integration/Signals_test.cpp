@@ -186,7 +186,11 @@ TEST_F(Signals, SecondSigtermDuringAGracefulStopStopsAtOnce) {
   ASSERT_TRUE(server.wait_for_output("shutting down: 1 connections open", 15000))
       << server.output_tail();
   std::this_thread::sleep_for(100ms);
-  ASSERT_TRUE(server.alive()) << "the graceful stop did not wait for the connection";
+  ASSERT_TRUE(server.alive()) << "the graceful stop did not wait for the connection: "
+                              << server.exit_status()->describe() << " (client queues "
+                              << client_queues(fd->get()).first << " unread, "
+                              << client_queues(fd->get()).second << " unsent)\n"
+                              << server.output_tail();
   const auto status = server.stop(SIGTERM, 10000);  // a minute before the deadline
   EXPECT_TRUE(status.clean()) << status.describe() << "\n" << server.output_tail();
   EXPECT_TRUE(file_gets(server.dir() + "/server.log", "stopped cleanly", 1000))
