@@ -53,8 +53,11 @@ std::string format_stats_line(const StatsTotals& before, const StatsTotals& now,
 }
 
 Task<> log_stats(TcpServer& server, std::chrono::milliseconds interval, RequestCounter requests) {
-  StatsTotals before = StatsTotals::from(co_await server.collect_stats());
-  if (requests) before.requests = requests();
+  // The first line counts from the start, where every counter is zero. (A snapshot taken here
+  // instead would race the first clients: the workers serve them while the main loop waits for
+  // the snapshot, and what they did before it was read would be in no line.)
+  StatsTotals before;
+  if (requests) before.requests = 0;
   PeriodicTimer timer(server.main_loop(), interval);
   while (auto ticks = co_await timer.tick()) {
     const ServerStats stats = co_await server.collect_stats();

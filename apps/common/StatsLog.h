@@ -1,8 +1,9 @@
 #pragma once
 // StatsLog: the periodic stats line of the server binaries (log.stats_interval_ms). Every
 // interval the main loop collects the workers' counters (TcpServer::collect_stats, read on
-// each worker's own thread) and logs one INFO line; counts are for the interval just ended,
-// except `open`, which is the number open now:
+// each worker's own thread) and logs one INFO line; counts are for the interval just ended
+// (the first line's from the start), except `open`, which is the number open now, so the lines
+// add up to the totals since the start:
 //
 //   stats: interval_ms=60000 open=118 accepted=2400 rejected=0 bytes_in=1843200
 //   bytes_out=1843200 requests=57600 submit_calls=41210 cq_overflows=0

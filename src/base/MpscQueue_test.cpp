@@ -3,8 +3,10 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <semaphore>
 #include <stdexcept>
 #include <thread>
@@ -198,23 +200,33 @@ TEST(MpscQueue, PushesOrderedByHappensBeforeArriveInThatOrder) {
   std::atomic<int> a_done{-1};
   std::atomic<int> b_done{-1};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  auto wait_for = [&deadline](const std::atomic<int>& done, int round) {
-    while (done.load(std::memory_order_acquire) < round) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::yield();
+  // The hand-off sleeps instead of spinning with yield(): with more runnable threads than
+  // cores (a loaded machine), each yield could cost a whole time slice of another thread,
+  // and 40,000 of them did not fit in the minute.
+  std::mutex handoff;
+  std::condition_variable turn;
+  auto wait_for = [&](const std::atomic<int>& done, int round) {
+    std::unique_lock lock(handoff);
+    return turn.wait_until(lock, deadline,
+                           [&] { return done.load(std::memory_order_acquire) >= round; });
+  };
+  auto finish = [&](std::atomic<int>& done, int round) {
+    {
+      std::lock_guard lock(handoff);
+      done.store(round, std::memory_order_release);
     }
-    return true;
+    turn.notify_all();
   };
   std::thread a([&] {
     for (int r = 0; r < kRounds && wait_for(b_done, r - 1); ++r) {
       queue.push(Stamp{0, r});
-      a_done.store(r, std::memory_order_release);
+      finish(a_done, r);
     }
   });
   std::thread b([&] {
     for (int r = 0; r < kRounds && wait_for(a_done, r); ++r) {
       queue.push(Stamp{1, r});
-      b_done.store(r, std::memory_order_release);
+      finish(b_done, r);
     }
   });
   std::vector<int> next(2, 0);

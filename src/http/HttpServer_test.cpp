@@ -523,7 +523,7 @@ TEST(HttpServer, SendTimeoutBoundsLargeFilesButNotASteadyReader) {
   for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>('A' + i % 29);
   std::ofstream(path, std::ios::binary) << content;
   HttpOptions http;
-  http.send_timeout_ms = 200;
+  http.send_timeout_ms = 500;
   TestServer s(
       [&path](HttpServer& server) {
         server.router().get("/big/{length}", [&path](Request& req, Response& res) -> Task<> {
@@ -554,14 +554,15 @@ TEST(HttpServer, SendTimeoutBoundsLargeFilesButNotASteadyReader) {
   auto steady = connect_loopback(s.port());
   ASSERT_TRUE(steady);
   ASSERT_TRUE(send_text(steady->get(), "GET /big/33554432 HTTP/1.1\r\nHost: a\r\n\r\n"));
-  // At most 256 KiB every 10 ms: over a second for 32 MiB (more than both socket buffers
-  // hold), several send-timeout windows, none without progress. The client's receive buffer
-  // keeps the kernel's size: a tiny one makes loopback drop segments, and a retransmission
-  // back-off is a window without progress.
+  // At most 128 KiB every 10 ms: over 2.5 s for 32 MiB (more than both socket buffers hold),
+  // several send-timeout windows, none without progress (a gap 50 times the reader's pause,
+  // which a loaded machine does not stretch that far). The client's receive buffer keeps the
+  // kernel's size: a tiny one makes loopback drop segments, and a retransmission back-off is a
+  // window without progress.
   constexpr size_t kSteady = 32 * 1024 * 1024;
   std::string all;
-  std::vector<char> buffer(256 * 1024);
-  for (int i = 0; i < 5000 && all.size() < kSteady + 200; ++i) {
+  std::vector<char> buffer(128 * 1024);
+  for (int i = 0; i < 10000 && all.size() < kSteady + 200; ++i) {
     std::this_thread::sleep_for(10ms);
     auto n = test::recv_some(steady->get(), buffer, 5000);
     if (!n || *n == 0) break;

@@ -458,6 +458,17 @@ size_t open_fd_count() {
   return count;
 }
 
+// Yields until `done()`, for a minute at most: false when the time ran out.
+template <class Predicate>
+bool spin_until(Predicate done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 // Sends `count` values from `from` to `to`, up to `window` at once, each with its own
 // RingMessage. `value_of(i)` makes value i; `on_failed(value, error)` takes back a value that
 // did not arrive (refused before sending, or failed in the sender's CQE).
@@ -619,7 +630,7 @@ TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
     receiver_running = true;
     receiver->run();
   });
-  while (!receiver_running) std::this_thread::yield();
+  EXPECT_TRUE(spin_until([&] { return receiver_running.load(); }));
 
   int returned = 0;
   std::vector<std::string> unexpected;
@@ -632,7 +643,7 @@ TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
       });
   std::thread stopper([&] {
     // Stop the receiver once messages are flowing, while many are still on their way.
-    while (handled.load(std::memory_order_relaxed) < 2000) std::this_thread::yield();
+    EXPECT_TRUE(spin_until([&] { return handled.load(std::memory_order_relaxed) >= 2000; }));
     receiver->stop();
   });
   // Retry refusals only until the receiver has opened; after its stop they are final.
@@ -692,7 +703,7 @@ TEST(EventLoop, MessagesAlreadyOnTheirWayWhenTheTargetStopsAreStillHandled) {
     receiver->release_incoming_message();
     return true;
   };
-  while (!mailbox_open()) std::this_thread::yield();
+  EXPECT_TRUE(spin_until(mailbox_open));
 
   int returned = 0;
   MessageBlaster blaster(
@@ -707,8 +718,8 @@ TEST(EventLoop, MessagesAlreadyOnTheirWayWhenTheTargetStopsAreStillHandled) {
     from.stop();
   }(blaster, *sender, *receiver));
   receiver->stop();
-  while (mailbox_open()) std::this_thread::yield();   // the receiver is shutting down now
-  std::thread sender_thread([&] { sender->run(); });  // submits the 100 messages
+  EXPECT_TRUE(spin_until([&] { return !mailbox_open(); }));  // the receiver is shutting down
+  std::thread sender_thread([&] { sender->run(); });         // submits the 100 messages
   receiver_thread.join();
   sender_thread.join();
 

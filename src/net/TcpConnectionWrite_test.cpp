@@ -538,12 +538,13 @@ TEST_P(TcpConnectionWrite, SlowButSteadyReaderIsNeverCutOffByTheWriteTimeout) {
   WriteServer server(
       GetParam(), [&state](TcpConnection& c) { return write_all_then_read(c, state); },
       /*max_output_bytes=*/4194304, /*shutdown_timeout_ms=*/3000,
-      /*write_timeout_ms=*/300);
+      /*write_timeout_ms=*/1000);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
-  // Taken in small steps, one every 20 ms: slow, but never 300 ms without a byte.
+  // Taken in small steps, 16 KiB every 20 ms (2.5 s for the 2 MiB, several deadlines long):
+  // slow, but never a second without a byte, however loaded the machine.
   std::string all;
-  std::vector<char> buffer(1 << 16);
+  std::vector<char> buffer(16384);
   while (all.size() < kStalledBytes) {
     std::this_thread::sleep_for(20ms);
     auto n = test::recv_some(client.get(), buffer, 10000);
@@ -558,6 +559,7 @@ TEST_P(TcpConnectionWrite, SlowButSteadyReaderIsNeverCutOffByTheWriteTimeout) {
 
 struct CancelState {
   std::atomic<int> queued_write_error{0};
+  std::atomic<bool> deadline_passed{false};
   std::atomic<bool> done{false};
 };
 
@@ -577,6 +579,12 @@ Task<> cancel_a_queued_write(TcpConnection& connection, CancelState& state) {
   bool big_done = false;
   connection.loop().spawn(big_write(connection, big_done));
   co_await io::sleep_for(connection.loop(), 5ms);  // the big write is on its way and stuck
+  // Due after the small write's deadline (timers of one loop fire in order): tells the client
+  // when it may start reading.
+  connection.loop().spawn([](EventLoop& loop, CancelState& s) -> Task<> {
+    co_await io::sleep_for(loop, 100ms);
+    s.deadline_passed = true;
+  }(connection.loop(), state));
   std::string never = "NEVER SENT";
   auto r = co_await with_timeout(connection.write_all(std::span<const char>(never)), 50ms);
   if (!r) state.queued_write_error = r.error().value();
@@ -593,7 +601,9 @@ TEST_P(TcpConnectionWrite, ACancelledWriteThatHasNotStartedLeavesTheStreamIntact
       /*max_output_bytes=*/4194304);
   UniqueFd client = connect_client(server.port(), /*receive_buffer=*/16384);
   ASSERT_TRUE(client);
-  std::this_thread::sleep_for(200ms);  // the small write's deadline passes while nobody reads
+  // Nobody reads until the small write's deadline has passed. (Its result may come only later:
+  // a send in flight that covers it decides when it ends.)
+  ASSERT_TRUE(wait_until([&] { return state.deadline_passed.load(); }));
   Received received = receive_until_closed(client.get());
   EXPECT_EQ(state.queued_write_error.load(), static_cast<int>(std::errc::timed_out));
   ASSERT_EQ(received.data.size(), kBigWrite + 4);

@@ -126,6 +126,9 @@ class EchoServer {
   uint16_t port_ = 0;
 };
 
+// How long a client waits for an echo that may never come (UDP): generous, for a loaded host.
+constexpr int kEchoTimeoutSeconds = 10;
+
 // A blocking client socket with a receive timeout and big buffers.
 struct Client {
   UniqueFd fd;
@@ -140,7 +143,7 @@ struct Client {
     int bytes = 8 << 20;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes);
     ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes);
-    timeval timeout{2, 0};
+    timeval timeout{kEchoTimeoutSeconds, 0};
     ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   }
   bool send(const char* data, size_t size) const {
@@ -176,8 +179,8 @@ std::string round_trip(const Client& client, const std::vector<size_t>& sizes) {
     for (size_t i = begin; i < end; ++i) {
       const ssize_t n = client.receive(buffer);
       if (n < 0) {
-        return "no echo within 2 s (" + std::to_string(waiting.size()) +
-               " missing): " + std::strerror(errno);
+        return "no echo within " + std::to_string(kEchoTimeoutSeconds) + " s (" +
+               std::to_string(waiting.size()) + " missing): " + std::strerror(errno);
       }
       const auto size = static_cast<size_t>(n);
       auto it = waiting.find(size);
@@ -278,9 +281,10 @@ void flood(const EchoServer& server) {
   EXPECT_EQ(corrupted, 0u);
   EXPECT_EQ(duplicated, 0u);
   EXPECT_GT(received, 0u);
-  timeval normal{2, 0};
-  ::setsockopt(client.fd.get(), SOL_SOCKET, SO_RCVTIMEO, &normal, sizeof normal);
-  EXPECT_EQ(round_trip(client, {0, 100, 65507}), "");
+  // Answered after the flood, on another socket: echoes of the flood may still be on their way
+  // to the first one (300 ms of silence does not mean the server has caught up on a loaded host).
+  Client after("127.0.0.1", server.port());
+  EXPECT_EQ(round_trip(after, {0, 100, 65507}), "");
 }
 
 TEST_P(UdpEcho, FloodLosesDatagramsOnlyWholeAndKeepsServing) {

@@ -93,7 +93,7 @@ class ServerProcess {
     rlim_t address_space_limit = 0;      // RLIMIT_AS for the child (bytes); 0 = inherit
     std::string config_path;             // the CONFIG argument; empty = the generated file
     int block_io_uring = 0;  // > 0: a seccomp filter makes io_uring_setup fail with this errno
-    int64_t start_timeout_ms = 10000;  // bound on the wait for "listening on"
+    int64_t start_timeout_ms = 30000;  // bound on the wait for "listening on"
     std::string binary = UCP_BIN_DIR "/proactor_test";
     int listen_fd = -1;               // >= 0: the child's fd 3, with LISTEN_FDS=1
     bool listen_pid_is_child = true;  // false: LISTEN_PID names the test process
