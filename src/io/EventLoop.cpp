@@ -250,8 +250,12 @@ void EventLoop::resume_ready() {
   }
 }
 
+bool EventLoop::hook_linked(const io::PreSubmitHook& hook) const noexcept {
+  return hook.prev != nullptr || hooks_head_ == &hook;
+}
+
 void EventLoop::run_before_submit(io::PreSubmitHook& hook) noexcept {
-  if (hook.linked) return;
+  if (hook_linked(hook)) return;
   hook.prev = hooks_tail_;
   hook.next = nullptr;
   if (hooks_tail_) {
@@ -260,11 +264,10 @@ void EventLoop::run_before_submit(io::PreSubmitHook& hook) noexcept {
     hooks_head_ = &hook;
   }
   hooks_tail_ = &hook;
-  hook.linked = true;
 }
 
 void EventLoop::cancel_before_submit(io::PreSubmitHook& hook) noexcept {
-  if (!hook.linked) return;
+  if (!hook_linked(hook)) return;
   if (hook.prev) {
     hook.prev->next = hook.next;
   } else {
@@ -276,7 +279,6 @@ void EventLoop::cancel_before_submit(io::PreSubmitHook& hook) noexcept {
     hooks_tail_ = hook.prev;
   }
   hook.prev = hook.next = nullptr;
-  hook.linked = false;
 }
 
 void EventLoop::run_pre_submit_hooks() noexcept {

@@ -18,11 +18,10 @@ namespace {
 constexpr size_t kFallbackBytes = 4096 - MemoryPool::kHeaderBytes;
 }  // namespace
 
-MultishotRecv::MultishotRecv(EventLoop& loop, int fd) noexcept : loop_(loop) {
-  receive_.owner = this;
-  receive_.code = OpCode::kRecvMultishot;
-  receive_.fd = fd;
-  receive_.on_complete = &on_receive;
+MultishotRecv::MultishotRecv(EventLoop& loop, int socket_fd) noexcept : loop_(loop) {
+  receive().code = OpCode::kRecvMultishot;
+  receive().fd = socket_fd;
+  receive().on_complete = &on_receive;
 }
 
 MultishotRecv::~MultishotRecv() {
@@ -86,8 +85,8 @@ bool MultishotRecv::start() noexcept {
     state_ = State::kFallback;
     return true;
   }
-  if (!loop_.submit(receive_)) {
-    error_ = receive_.result;
+  if (!loop_.submit(receive())) {
+    error_ = receive().result;
     return false;
   }
   state_ = State::kArmed;
@@ -103,7 +102,7 @@ bool MultishotRecv::make_fallback() noexcept {
   }
   fallback_->op.owner = this;
   fallback_->op.code = OpCode::kRecv;
-  fallback_->op.fd = receive_.fd;
+  fallback_->op.fd = receive().fd;
   fallback_->op.on_complete = &on_fallback;
   return true;
 }
@@ -111,18 +110,18 @@ bool MultishotRecv::make_fallback() noexcept {
 void MultishotRecv::stop() noexcept {
   stopped_ = true;
   waiter_ = {};
-  if (state_ == State::kArmed || state_ == State::kPausing) loop_.cancel(receive_);
+  if (state_ == State::kArmed || state_ == State::kPausing) loop_.cancel(receive());
   if (state_ == State::kFallback) loop_.cancel(fallback_->op);
 }
 
 void MultishotRecv::became_idle() noexcept {
   state_ = State::kIdle;
-  if (on_idle_) on_idle_(owner_);
+  notify_idle();
 }
 
 std::coroutine_handle<> MultishotRecv::on_receive(IoContext& context, int32_t res,
                                                   uint32_t flags) noexcept {
-  auto* self = static_cast<Receive&>(context).owner;
+  auto* self = static_cast<MultishotRecv*>(static_cast<Operation*>(&context));
   if (res > 0 && (flags & kCompletionBuffer)) {
     self->loop_.receive_buffers()->note_taken();
     self->queue_.push_back({buffer_id_of(flags), static_cast<uint32_t>(res), 0});
@@ -130,7 +129,7 @@ std::coroutine_handle<> MultishotRecv::on_receive(IoContext& context, int32_t re
     if (self->queued_ >= kMaxQueued && self->state_ == State::kArmed) {
       self->state_ = State::kPausing;  // back-pressure: resumed when the reader waits again
       ++self->pauses_;
-      self->loop_.cancel(self->receive_);
+      self->loop_.cancel(self->receive());
     }
   } else if (res == 0) {
     self->eof_ = true;

@@ -85,47 +85,47 @@ std::coroutine_handle<> SendAllOp::on_send(IoContext& context, int32_t res, uint
   return context.waiter;
 }
 
-VectoredSend::VectoredSend(EventLoop& loop, int fd, void* owner, OnComplete on_complete) noexcept
-    : loop_(loop), owner_(owner), on_complete_(on_complete) {
-  op_.owner = this;
-  op_.fd = fd;
-  op_.on_complete = &on_done;
+VectoredSend::VectoredSend(EventLoop& loop, int socket_fd, void* owner,
+                           OnComplete callback) noexcept
+    : loop_(loop), owner_(owner), on_complete_(callback) {
+  op().fd = socket_fd;
+  op().on_complete = &on_done;
 }
 
 Result<std::optional<int32_t>> VectoredSend::start(std::span<const iovec> buffers) noexcept {
   const size_t count = std::min(buffers.size(), kMaxBuffers);
   if (count == 0) return Unexpected{std::errc::invalid_argument};
   if (count == 1) {
-    op_.code = OpCode::kSend;
-    op_.data = buffers[0].iov_base;
-    op_.size = static_cast<uint32_t>(std::min<size_t>(buffers[0].iov_len, UINT32_MAX));
+    op().code = OpCode::kSend;
+    op().data = buffers[0].iov_base;
+    op().size = static_cast<uint32_t>(std::min<size_t>(buffers[0].iov_len, UINT32_MAX));
   } else {
     if (!gather_) gather_ = make_pooled<Gather>();
     std::copy_n(buffers.begin(), count, gather_->buffers);
     gather_->message = msghdr{};
     gather_->message.msg_iov = gather_->buffers;
     gather_->message.msg_iovlen = count;
-    op_.code = OpCode::kSendMsg;
-    op_.data = &gather_->message;
+    op().code = OpCode::kSendMsg;
+    op().data = &gather_->message;
   }
-  if (loop_.try_now(op_)) {
+  if (loop_.try_now(op())) {
     gather_.reset();
-    return std::optional<int32_t>{op_.result};
+    return std::optional<int32_t>{op().result};
   }
-  if (!loop_.submit(op_)) {
+  if (!loop_.submit(op())) {
     gather_.reset();
-    return Unexpected{error_from_errno(-op_.result)};
+    return Unexpected{error_from_errno(-op().result)};
   }
   in_flight_ = true;
   return std::optional<int32_t>{};
 }
 
 void VectoredSend::cancel() noexcept {
-  if (in_flight_) loop_.cancel(op_);
+  if (in_flight_) loop_.cancel(op());
 }
 
 std::coroutine_handle<> VectoredSend::on_done(IoContext& context, int32_t res, uint32_t) noexcept {
-  auto* self = static_cast<Send&>(context).owner;
+  auto* self = static_cast<VectoredSend*>(static_cast<Operation*>(&context));
   self->in_flight_ = false;
   self->gather_.reset();                  // the kernel is done with the iovecs
   self->on_complete_(self->owner_, res);  // may free `self`'s owner: touch nothing after

@@ -17,23 +17,17 @@ struct StreamReader::ReadAwaiter::SingleShot {
 
 StreamReader::StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, void* owner,
                            void (*on_idle)(void*) noexcept) noexcept
-    : loop_(loop), fd_(fd), timeout_ms_(read_timeout_ms), owner_(owner), on_idle_(on_idle) {
-  if (loop_.capabilities().multishot_receive) {
-    stream_.emplace(loop_, fd_);
-    stream_->set_on_idle(this, &on_stream_idle);
-  }
-  deadline_.reader = this;
-  deadline_.set_callback(&on_deadline);
+    : io::TimerNode(&on_deadline),
+      timeout_ms_(read_timeout_ms),
+      multishot_(loop.capabilities().multishot_receive),
+      stream_(loop, fd) {
+  stream_.set_on_idle(owner, on_idle);
 }
 
 StreamReader::~StreamReader() { assert(idle()); }
 
-void StreamReader::on_stream_idle(void* self) noexcept {
-  static_cast<StreamReader*>(self)->notify_idle();
-}
-
 void StreamReader::notify_idle() noexcept {
-  if (idle() && on_idle_) on_idle_(owner_);
+  if (idle()) stream_.notify_idle();
 }
 
 // ---- ReadAwaiter ----
@@ -49,8 +43,8 @@ StreamReader::ReadAwaiter::~ReadAwaiter() = default;
 
 bool StreamReader::ReadAwaiter::await_ready() const noexcept {
   if (reader_.state_ != State::kOpen) return true;  // await_resume reports the stop
-  const auto& stream = reader_.stream_;
-  return stream && stream->has_data() && (lease_ != nullptr || !destination_.empty());
+  return reader_.multishot_ && reader_.stream_.has_data() &&
+         (lease_ != nullptr || !destination_.empty());
 }
 
 bool StreamReader::ReadAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
@@ -60,12 +54,12 @@ bool StreamReader::ReadAwaiter::await_suspend(std::coroutine_handle<> caller) no
     result_ = -EINVAL;
     return false;
   }
-  if (!r.stream_) return start_single_shot();
-  if (!r.stream_->wait(caller)) return false;  // news already (EOF, an error)
+  if (!r.multishot_) return start_single_shot();
+  if (!r.stream_.wait(caller)) return false;  // news already (EOF, an error)
   mode_ = Mode::kMultishot;
   r.waiting_ = this;
   if (r.timeout_ms_ > 0) {
-    r.loop_.add_timer(r.deadline_, r.loop_.now() + std::chrono::milliseconds(r.timeout_ms_));
+    r.loop().add_timer(r.deadline(), r.loop().now() + std::chrono::milliseconds(r.timeout_ms_));
   }
   return true;
 }
@@ -76,7 +70,7 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
   int32_t registered_index = -1;
   if (lease_ != nullptr) {
     // Borrowed for this read only: a registered buffer when the loop has one free.
-    *lease_ = r.loop_.borrow_receive_buffer();
+    *lease_ = r.loop().borrow_receive_buffer();
     into = lease_->writable();
     registered_index = lease_->registered_index();
   }
@@ -84,7 +78,7 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
   auto& op = single_shot_->op;
   op.owner = this;
   op.code = io::OpCode::kRecv;
-  op.fd = r.fd_;
+  op.fd = r.stream_.fd();
   op.data = into.data();
   op.size = static_cast<uint32_t>(std::min<size_t>(into.size(), UINT32_MAX));
   op.buffer_index = registered_index;
@@ -93,7 +87,7 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
     single_shot_->timeout.ms = r.timeout_ms_;
     op.timeout = &single_shot_->timeout;
   }
-  if (!r.loop_.submit(op)) {
+  if (!r.loop().submit(op)) {
     result_ = op.result;
     single_shot_.reset();
     return false;
@@ -134,24 +128,24 @@ Result<size_t> StreamReader::ReadAwaiter::await_resume() noexcept {
   } else {
     if (mode_ == Mode::kMultishot) {
       if (r.waiting_ == this) r.waiting_ = nullptr;
-      r.loop_.cancel_timer(r.deadline_);
+      r.loop().cancel_timer(r.deadline());
     }
-    auto& stream = r.stream_;
+    auto& stream = r.stream_;  // reached in multishot mode only (or with result_ < 0)
     if (result_ < 0) {
       result = bytes_from_cqe(result_);  // refused before anything was started
     } else if (r.state_ != State::kOpen) {
       // stopped: result already holds the reason
-    } else if (stream->has_data()) {
+    } else if (stream.has_data()) {
       if (lease_ != nullptr) {
-        *lease_ = stream->lend_front();
+        *lease_ = stream.lend_front();
         result = lease_->size();
       } else {
-        result = stream->copy_out(destination_);
+        result = stream.copy_out(destination_);
       }
-    } else if (stream->at_eof()) {
+    } else if (stream.at_eof()) {
       result = size_t{0};  // the peer's FIN, and only that, reads as 0
-    } else if (stream->error() != 0) {
-      result = bytes_from_cqe(stream->error());
+    } else if (stream.error() != 0) {
+      result = bytes_from_cqe(stream.error());
     }
   }
   if (result) r.bytes_read_ += *result;
@@ -162,20 +156,20 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
   StreamReader& r = reader_;
   if (r.waiting_ != this) return;  // not waiting (any more)
   if (mode_ == Mode::kSingleShot) {
-    r.loop_.cancel(single_shot_->op);  // its completion resumes us
+    r.loop().cancel(single_shot_->op);  // its completion resumes us
     return;
   }
   r.waiting_ = nullptr;
-  r.stream_->drop_waiter();  // the stream keeps receiving for the next read
-  r.loop_.cancel_timer(r.deadline_);
+  r.stream_.drop_waiter();  // the stream keeps receiving for the next read
+  r.loop().cancel_timer(r.deadline());
   result_ = -ECANCELED;
-  r.loop_.schedule(caller_);
+  r.loop().schedule(caller_);
 }
 
 // ---- stopping ----
 
 void StreamReader::on_deadline(io::TimerNode& node) noexcept {
-  StreamReader& r = *static_cast<Deadline&>(node).reader;
+  auto& r = static_cast<StreamReader&>(node);
   if (r.waiting_ == nullptr || r.waiting_->mode_ != ReadAwaiter::Mode::kMultishot) return;
   r.stop(std::errc::timed_out);  // a timed-out connection reads no more
 }
@@ -184,15 +178,15 @@ void StreamReader::stop(std::errc reason) noexcept {
   if (state_ != State::kOpen) return;
   state_ = State::kStopped;
   stop_reason_ = reason;
-  loop_.cancel_timer(deadline_);
+  loop().cancel_timer(deadline());
   ReadAwaiter* reader = std::exchange(waiting_, nullptr);
-  if (stream_) stream_->stop();  // drops a waiting reader without resuming it
+  if (multishot_) stream_.stop();  // drops a waiting reader without resuming it
   if (reader == nullptr) return;
   if (reader->mode_ == ReadAwaiter::Mode::kSingleShot) {
     // Its completion (-ECANCELED, or data that won the race) resumes it.
-    loop_.cancel(reader->single_shot_->op);
+    loop().cancel(reader->single_shot_->op);
   } else {
-    loop_.schedule(reader->caller_);  // resumes now with `reason`
+    loop().schedule(reader->caller_);  // resumes now with `reason`
   }
 }
 

@@ -17,24 +17,18 @@ namespace ucp {
 // being walked.
 
 StreamWriter::StreamWriter(EventLoop& loop, int fd, OutputLimits limits, void* owner,
-                           void (*on_idle)(void*) noexcept,
-                           void (*on_failed)(void*) noexcept) noexcept
-    : loop_(loop),
-      fd_(fd),
+                           OnEvent on_event) noexcept
+    : io::TimerNode(&on_deadline),
       limits_(limits),
       send_(loop, fd, this, &on_send_complete),
       owner_(owner),
-      on_idle_(on_idle),
-      on_failed_(on_failed) {
-  send_hook_.writer = this;
-  send_hook_.run = &on_send_hook;
-  deadline_.writer = this;
-  deadline_.set_callback(&on_deadline);
+      on_event_(on_event) {
+  io::PreSubmitHook::run = &on_send_hook;
 }
 
 StreamWriter::~StreamWriter() {
   assert(idle());
-  loop_.cancel_before_submit(send_hook_);
+  loop().cancel_before_submit(send_hook());
 }
 
 // ---- WriteAwaiter ----
@@ -90,11 +84,11 @@ Result<void> StreamWriter::WriteAwaiter::await_resume() const noexcept {
 // ---- sending ----
 
 void StreamWriter::request_send() noexcept {
-  if (!send_.in_flight() && !queue_.empty()) loop_.run_before_submit(send_hook_);
+  if (!send_.in_flight() && !queue_.empty()) loop().run_before_submit(send_hook());
 }
 
 void StreamWriter::on_send_hook(io::PreSubmitHook& hook) noexcept {
-  static_cast<SendHook&>(hook).writer->start_send();
+  static_cast<StreamWriter&>(hook).start_send();
 }
 
 void StreamWriter::start_send() noexcept {
@@ -115,17 +109,17 @@ void StreamWriter::start_send() noexcept {
     on_send_complete(this, **started);  // last: it may free `this`
     return;
   }
-  if (!deadline_.armed()) arm_deadline();
+  if (!deadline().armed()) arm_deadline();
 }
 
 void StreamWriter::arm_deadline() noexcept {
   const uint32_t timeout_ms =
       state_ == State::kClosing ? limits_.close_flush_timeout_ms : limits_.write_timeout_ms;
   if (queue_.empty() || timeout_ms == 0) {
-    loop_.cancel_timer(deadline_);
+    loop().cancel_timer(deadline());
     return;
   }
-  loop_.add_timer(deadline_, loop_.now() + std::chrono::milliseconds(timeout_ms));
+  loop().add_timer(deadline(), loop().now() + std::chrono::milliseconds(timeout_ms));
 }
 
 void StreamWriter::on_send_complete(void* self, int32_t res) noexcept {
@@ -133,9 +127,9 @@ void StreamWriter::on_send_complete(void* self, int32_t res) noexcept {
   if (res > 0) {
     w.bytes_written_ += static_cast<uint64_t>(res);
     for (OutputSegment* done = w.queue_.consume(static_cast<size_t>(res)); done != nullptr;) {
-      OutputSegment* next = done->next;
+      OutputSegment* following = done->next;
       w.finish_writer(*done, {});
-      done = next;
+      done = following;
     }
     w.arm_deadline();  // progress: the peer gets another full timeout
   } else if (!w.error_) {
@@ -148,23 +142,23 @@ void StreamWriter::on_send_complete(void* self, int32_t res) noexcept {
   } else {
     w.release_waiting_writers();
     if (w.queue_.empty()) {
-      if (w.state_ == State::kShut) ::shutdown(w.fd_, SHUT_WR);
+      if (w.state_ == State::kShut) ::shutdown(w.send_.fd(), SHUT_WR);
       w.wake_flush_waiter();
     } else {
       w.request_send();
     }
   }
   // Last: it may resume close(), after which `w` may be freed.
-  if (w.on_idle_ && w.idle()) w.on_idle_(w.owner_);
+  if (w.on_event_ && w.idle()) w.on_event_(w.owner_, Event::kIdle);
 }
 
 void StreamWriter::release_waiting_writers() noexcept {
   if (!full_ || queue_.size() > limits_.max_output_bytes / 2) return;
   full_ = false;
   for (OutputSegment* adopted = queue_.adopt_waiting(); adopted != nullptr;) {
-    OutputSegment* next = adopted->next;
+    OutputSegment* following = adopted->next;
     finish_writer(*adopted, {});
-    adopted = next;
+    adopted = following;
   }
 }
 
@@ -184,12 +178,12 @@ void StreamWriter::drop_queue() noexcept {
   assert(!send_.in_flight());
   if (!error_) error_ = make_error_code(std::errc::operation_canceled);
   for (OutputSegment* dropped = queue_.clear(); dropped != nullptr;) {
-    OutputSegment* next = dropped->next;
+    OutputSegment* following = dropped->next;
     finish_writer(*dropped, error_);
-    dropped = next;
+    dropped = following;
   }
   full_ = false;
-  loop_.cancel_timer(deadline_);
+  loop().cancel_timer(deadline());
   wake_flush_waiter();
 }
 
@@ -198,7 +192,7 @@ void StreamWriter::finish_writer(OutputSegment& segment, std::error_code error) 
   writer.error_ = error;
   writer.queued_ = false;
   writer.cancel_requested_ = false;
-  loop_.schedule(writer.caller_);
+  loop().schedule(writer.caller_);
 }
 
 void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
@@ -212,7 +206,7 @@ void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
   const OutputSegment* in_flight_until = send_.in_flight() ? in_flight_last_ : nullptr;
   if (queue_.remove(writer.segment_, in_flight_until)) {
     finish_writer(writer.segment_, make_error_code(std::errc::operation_canceled));
-    if (queue_.empty()) loop_.cancel_timer(deadline_);
+    if (queue_.empty()) loop().cancel_timer(deadline());
     return;
   }
   // The send in flight covers it, though maybe not a byte of it will go: decide when it ends.
@@ -224,7 +218,7 @@ void StreamWriter::settle_cancels() noexcept {
   // Called with no send in flight: every segment can be examined and unlinked.
   cancels_pending_ = false;
   for (OutputSegment* segment = queue_.first(); segment != nullptr;) {
-    OutputSegment* next = segment->next;
+    OutputSegment* following = segment->next;
     if (segment->kind != SegmentKind::kChunk) {
       WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(*segment).writer;
       if (writer.cancel_requested_) {
@@ -237,21 +231,21 @@ void StreamWriter::settle_cancels() noexcept {
         finish_writer(*segment, make_error_code(std::errc::operation_canceled));
       }
     }
-    segment = next;
+    segment = following;
   }
-  if (queue_.empty()) loop_.cancel_timer(deadline_);
+  if (queue_.empty()) loop().cancel_timer(deadline());
 }
 
 void StreamWriter::wake_flush_waiter() noexcept {
-  if (flush_waiter_) loop_.schedule(std::exchange(flush_waiter_, {}));
+  if (flush_waiter_) loop().schedule(std::exchange(flush_waiter_, {}));
 }
 
 void StreamWriter::on_deadline(io::TimerNode& node) noexcept {
   // The peer took nothing for the whole timeout: give up on the output.
-  StreamWriter& w = *static_cast<Deadline&>(node).writer;
+  auto& w = static_cast<StreamWriter&>(node);
   if (w.queue_.empty() || w.error_) return;
   w.fail(make_error_code(std::errc::timed_out));
-  if (w.on_failed_) w.on_failed_(w.owner_);
+  if (w.on_event_) w.on_event_(w.owner_, Event::kTimedOut);
 }
 
 // ---- shutdown and close ----
@@ -259,7 +253,7 @@ void StreamWriter::on_deadline(io::TimerNode& node) noexcept {
 void StreamWriter::shutdown_write() noexcept {
   if (state_ != State::kOpen) return;
   state_ = State::kShut;
-  if (queue_.empty()) ::shutdown(fd_, SHUT_WR);  // else when the last send completes
+  if (queue_.empty()) ::shutdown(send_.fd(), SHUT_WR);  // else when the last send completes
 }
 
 StreamWriter::FlushAwaiter StreamWriter::close_and_flush() noexcept {
@@ -277,8 +271,8 @@ void StreamWriter::FlushAwaiter::await_suspend(std::coroutine_handle<> caller) n
 }
 
 void StreamWriter::abandon() noexcept {
-  loop_.cancel_before_submit(send_hook_);
-  loop_.cancel_timer(deadline_);
+  loop().cancel_before_submit(send_hook());
+  loop().cancel_timer(deadline());
   if (!queue_.empty()) drop_queue();
 }
 

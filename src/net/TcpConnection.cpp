@@ -10,12 +10,11 @@ namespace ucp {
 
 TcpConnection::TcpConnection(EventLoop& loop, UniqueFd fd, InetAddress peer,
                              uint32_t read_timeout_ms, OutputLimits output_limits) noexcept
-    : loop_(loop),
-      fd_(std::move(fd)),
+    : fd_(std::move(fd)),
       peer_(peer),
       reader_(loop, fd_.get(), read_timeout_ms, this, &on_side_idle),
-      writer_(loop, fd_.get(), output_limits, this, &on_side_idle, &on_output_timed_out) {
-  loop_.attach(fd_.get());
+      writer_(loop, fd_.get(), output_limits, this, &on_output_event) {
+  loop.attach(fd_.get());
 }
 
 TcpConnection::~TcpConnection() {
@@ -23,16 +22,20 @@ TcpConnection::~TcpConnection() {
   // memory: close() must have run (or nothing was ever started).
   assert(idle());
   writer_.abandon();
-  if (fd_) loop_.detach(fd_.get());
+  if (fd_) loop().detach(fd_.get());
 }
 
 void TcpConnection::on_side_idle(void* self) noexcept {
   auto& c = *static_cast<TcpConnection*>(self);
-  if (c.drain_waiter_ && c.idle()) c.loop_.schedule(std::exchange(c.drain_waiter_, {}));
+  if (c.drain_waiter_ && c.idle()) c.loop().schedule(std::exchange(c.drain_waiter_, {}));
 }
 
-void TcpConnection::on_output_timed_out(void* self) noexcept {
-  // A peer that stops taking its output is gone for us: its reads end too.
+void TcpConnection::on_output_event(void* self, StreamWriter::Event event) noexcept {
+  if (event == StreamWriter::Event::kIdle) {
+    on_side_idle(self);
+    return;
+  }
+  // The output timed out: a peer that stops taking its output is gone for us; its reads end too.
   static_cast<TcpConnection*>(self)->reader_.stop(std::errc::timed_out);
 }
 
@@ -47,11 +50,11 @@ Task<> TcpConnection::close() {
     // Shut the socket down, cancel everything on the fd, and wait for every completion
     // before the fd number is freed.
     ::shutdown(fd_.get(), SHUT_RDWR);
-    (void)co_await io::cancel_fd(loop_, fd_.get());
+    (void)co_await io::cancel_fd(loop(), fd_.get());
     co_await DrainAwaiter{*this};
   }
   writer_.abandon();  // nothing in flight now: writers get their memory back
-  (void)co_await io::close(loop_, fd_.release());
+  (void)co_await io::close(loop(), fd_.release());
   state_ = State::kClosed;
 }
 

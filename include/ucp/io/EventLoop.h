@@ -49,11 +49,11 @@ class ReceiveBuffers;
 /// Work a loop runs once just before it submits: after every coroutine that is ready in
 /// this iteration has run. A connection gathers all that its handler wrote during the
 /// iteration into one send here. The hook lives in its owner, which removes it before dying.
+/// Linked while `prev` is set or it is the loop's first hook (no flag: every connection has one).
 struct PreSubmitHook {
   PreSubmitHook* prev = nullptr;
   PreSubmitHook* next = nullptr;
   void (*run)(PreSubmitHook&) noexcept = nullptr;
-  bool linked = false;
 };
 }  // namespace io
 
@@ -209,6 +209,7 @@ class EventLoop {
   void run_posted();
   void resume_ready();
   void run_pre_submit_hooks() noexcept;
+  bool hook_linked(const io::PreSubmitHook& hook) const noexcept;
   void arm_wakeup() noexcept;
   void shutdown_io() noexcept;
   void poll(bool may_block);

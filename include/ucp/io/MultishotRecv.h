@@ -35,11 +35,13 @@ class EventLoop;
 
 namespace ucp::io {
 
-class MultishotRecv {
+/// The receive's descriptor is a private base rather than a member pointing back here: every
+/// connection carries one, and the pointer would be 8 bytes of each.
+class MultishotRecv : private Operation {
  public:
   static constexpr size_t kMaxQueued = 8;
 
-  MultishotRecv(EventLoop& loop, int fd) noexcept;
+  MultishotRecv(EventLoop& loop, int socket_fd) noexcept;
   MultishotRecv(const MultishotRecv&) = delete;
   MultishotRecv& operator=(const MultishotRecv&) = delete;
   /// Gives back every buffer still queued. Requires !busy().
@@ -61,6 +63,8 @@ class MultishotRecv {
   bool busy() const noexcept { return state_ != State::kIdle; }
   /// Times the receive paused because the reader was kMaxQueued chunks behind.
   uint64_t pauses() const noexcept { return pauses_; }
+  EventLoop& loop() const noexcept { return loop_; }
+  int fd() const noexcept { return Operation::fd; }
 
   /// Copies queued bytes into `destination`, recycling emptied buffers.
   size_t copy_out(std::span<std::byte> destination) noexcept;
@@ -71,6 +75,11 @@ class MultishotRecv {
   void set_on_idle(void* owner, void (*on_idle)(void*) noexcept) noexcept {
     owner_ = owner;
     on_idle_ = on_idle;
+  }
+  /// Runs that callback now: for an owner that reads without the stream too (single-shot
+  /// reads on a loop without receive buffers) and reports their end the same way.
+  void notify_idle() const noexcept {
+    if (on_idle_) on_idle_(owner_);
   }
 
  private:
@@ -108,16 +117,17 @@ class MultishotRecv {
   static std::coroutine_handle<> on_fallback(IoContext& context, int32_t res,
                                              uint32_t flags) noexcept;
 
+  Operation& receive() noexcept { return *this; }
+
   EventLoop& loop_;
-  Receive receive_;
   // Made on the first ENOBUFS and kept from then on: a connection that never sees the loop's
   // buffers run dry (nearly all) does not carry a second operation while it idles.
   PoolPtr<Fallback> fallback_;
   // Received, not yet consumed. Growable because a multishot receive can post a burst of
   // completions before a pause takes effect; never larger than the pool, whose buffers it names.
   std::vector<Chunk> queue_;
-  size_t head_ = 0;
-  size_t queued_ = 0;
+  uint32_t head_ = 0;  // 32 bits: the queue names loop buffers, never billions of them
+  uint32_t queued_ = 0;
   std::coroutine_handle<> waiter_;
   void* owner_ = nullptr;
   void (*on_idle_)(void*) noexcept = nullptr;

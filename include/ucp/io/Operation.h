@@ -96,20 +96,24 @@ struct LinkedTimeout {
   Deadline timer;
 };
 
+// Every connection carries two of these (its receive and its send) and every awaiter one, so
+// the fields are packed: no padding, and fields no operation uses together share storage.
 struct Operation : IoContext {
   OpCode code = OpCode::kRecv;
+  uint16_t backend_state = 0;  // backend bookkeeping
   int fd = -1;
   void* data = nullptr;  // see OpCode
   void* aux = nullptr;   // see OpCode
   uint64_t offset = kCurrentPosition;
   uint32_t size = 0;
-  int32_t buffer_index = -1;  // a registered buffer holding `data` (kRecv, kRead), or -1
+  union {
+    int32_t buffer_index = -1;  // a registered buffer holding `data` (kRecv, kRead), or -1
+    int32_t source_fd;          // kSendFile: the file
+  };
   LinkedTimeout* timeout = nullptr;
   // Backend bookkeeping: the epoll backend parks operations in per-fd lists.
   Operation* next = nullptr;
   Operation* prev = nullptr;
-  uint32_t backend_state = 0;
-  int32_t source_fd = -1;  // kSendFile: the file
 };
 
 /// Base of the awaitable operations: the descriptor, submitted on suspension; resumed by its

@@ -94,12 +94,15 @@ class SendAllOp {
 /// fewer than offered) or -errno. One buffer goes out as a send, several as one sendmsg (a
 /// gather, so many small writes cost one operation). The buffers, and this object, must live
 /// until the callback.
-class VectoredSend {
+///
+/// It is its own operation descriptor (a private base) rather than holding one that points
+/// back at it: every connection carries one, and the pointer would be 8 bytes of each.
+class VectoredSend : private Operation {
  public:
   static constexpr size_t kMaxBuffers = 16;
   using OnComplete = void (*)(void* owner, int32_t res) noexcept;
 
-  VectoredSend(EventLoop& loop, int fd, void* owner, OnComplete on_complete) noexcept;
+  VectoredSend(EventLoop& loop, int socket_fd, void* owner, OnComplete callback) noexcept;
   VectoredSend(const VectoredSend&) = delete;
   VectoredSend& operator=(const VectoredSend&) = delete;
 
@@ -112,17 +115,16 @@ class VectoredSend {
   bool in_flight() const noexcept { return in_flight_; }
   /// Asks for the send in flight to end early (its callback still runs).
   void cancel() noexcept;
+  EventLoop& loop() const noexcept { return loop_; }
+  int fd() const noexcept { return Operation::fd; }
 
  private:
-  struct Send : Operation {
-    VectoredSend* owner = nullptr;
-  };
   static std::coroutine_handle<> on_done(IoContext& context, int32_t res, uint32_t flags) noexcept;
+  Operation& op() noexcept { return *this; }
 
   EventLoop& loop_;
   void* owner_;
   OnComplete on_complete_;
-  Send op_;
   // The kernel may read these after submission (SQPOLL, or a send punted to a worker).
   // Borrowed from the pool only for a gathering send, so an idle connection holds none.
   struct Gather {

@@ -18,7 +18,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <system_error>
 
@@ -32,7 +31,9 @@
 
 namespace ucp {
 
-class StreamReader {
+// The read timeout's timer node is a private base rather than a member pointing back here:
+// every connection carries a reader, and the base's tail padding holds the small fields below.
+class StreamReader : private io::TimerNode {
  public:
   /// `on_idle(owner)` runs whenever the reader's last operation in flight has completed.
   StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, void* owner,
@@ -56,7 +57,7 @@ class StreamReader {
     /// Ends this read early with operation_canceled (data that won the race is returned);
     /// the connection goes on, and bytes that arrive later are there for the next read.
     void cancel() noexcept;
-    EventLoop& loop() const noexcept { return reader_.loop_; }
+    EventLoop& loop() const noexcept { return reader_.loop(); }
 
    private:
     friend class StreamReader;
@@ -100,33 +101,30 @@ class StreamReader {
   void set_read_timeout_ms(uint32_t ms) noexcept { timeout_ms_ = ms; }
   uint32_t read_timeout_ms() const noexcept { return timeout_ms_; }
 
-  bool idle() const noexcept { return !single_shot_in_flight_ && (!stream_ || !stream_->busy()); }
+  bool idle() const noexcept { return !single_shot_in_flight_ && !stream_.busy(); }
   bool stopped() const noexcept { return state_ != State::kOpen; }
-  bool multishot() const noexcept { return stream_.has_value(); }
+  bool multishot() const noexcept { return multishot_; }
   uint64_t bytes_read() const noexcept { return bytes_read_; }
-  uint64_t pauses() const noexcept { return stream_ ? stream_->pauses() : 0; }
+  uint64_t pauses() const noexcept { return stream_.pauses(); }
+  EventLoop& loop() const noexcept { return stream_.loop(); }
 
  private:
   enum class State : uint8_t { kOpen, kStopped };
   static void on_deadline(io::TimerNode& node) noexcept;
-  static void on_stream_idle(void* self) noexcept;
   void notify_idle() noexcept;
+  // Multishot mode: the read timeout of the waiting reader.
+  io::TimerNode& deadline() noexcept { return *this; }
 
-  EventLoop& loop_;
-  int fd_;
   uint32_t timeout_ms_;
-  std::optional<io::MultishotRecv> stream_;
-  struct Deadline : io::TimerNode {
-    StreamReader* reader = nullptr;
-  };
-  Deadline deadline_;  // multishot mode: the read timeout of the waiting reader
-  ReadAwaiter* waiting_ = nullptr;
-  void* owner_;
-  void (*on_idle_)(void*) noexcept;
-  uint64_t bytes_read_ = 0;
   std::errc stop_reason_ = std::errc::operation_canceled;
   State state_ = State::kOpen;
+  bool multishot_;  // reads come from stream_
   bool single_shot_in_flight_ = false;
+  // Always there, also on a loop without receive buffers (then unused, multishot_ false): the
+  // loop, the fd and the owner's idle callback are the stream's, kept once per connection.
+  io::MultishotRecv stream_;
+  ReadAwaiter* waiting_ = nullptr;
+  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace ucp

@@ -45,12 +45,19 @@ struct OutputLimits {
   uint32_t close_flush_timeout_ms = defaults::kShutdownTimeoutMs;
 };
 
-class StreamWriter {
+// The send hook and the deadline's timer node are private bases rather than members pointing
+// back here: every connection carries a writer, and the timer node's tail padding holds the
+// small fields below.
+class StreamWriter : private io::PreSubmitHook, private io::TimerNode {
  public:
-  /// `on_idle(owner)` runs whenever the send in flight has completed; `on_failed(owner)` once,
-  /// when the output fails (the connection stops reading too).
+  /// What the writer tells its owner (one callback: every connection keeps its pointer).
+  enum class Event : uint8_t {
+    kIdle,      // the send in flight has completed
+    kTimedOut,  // the peer took no byte for the whole timeout: the output failed (once)
+  };
+  using OnEvent = void (*)(void* owner, Event event) noexcept;
   StreamWriter(EventLoop& loop, int fd, OutputLimits limits, void* owner,
-               void (*on_idle)(void*) noexcept, void (*on_failed)(void*) noexcept) noexcept;
+               OnEvent on_event) noexcept;
   StreamWriter(const StreamWriter&) = delete;
   StreamWriter& operator=(const StreamWriter&) = delete;
   /// Requires idle() and nothing borrowed in the queue (abandon()).
@@ -73,7 +80,7 @@ class StreamWriter {
     /// already partly sent cannot be taken back without cutting the byte stream, so the
     /// connection's output fails instead.
     void cancel() noexcept { writer_.cancel_writer(*this); }
-    EventLoop& loop() const noexcept { return writer_.loop_; }
+    EventLoop& loop() const noexcept { return writer_.loop(); }
 
    private:
     friend class StreamWriter;
@@ -163,31 +170,27 @@ class StreamWriter {
   static void on_send_hook(io::PreSubmitHook& hook) noexcept;
   static void on_deadline(io::TimerNode& node) noexcept;
 
-  EventLoop& loop_;
-  int fd_;
+  // The loop and the fd are the send's (send_.loop(), send_.fd()): one copy per connection.
+  EventLoop& loop() const noexcept { return send_.loop(); }
+  // Queued while output waits for a send to start.
+  io::PreSubmitHook& send_hook() noexcept { return *this; }
+  // No byte taken for too long: the output fails.
+  io::TimerNode& deadline() noexcept { return *this; }
+
+  State state_ = State::kOpen;
+  bool full_ = false;             // past max_output_bytes: write() waits until half is left
+  bool cancels_pending_ = false;  // some writer's cancel waits for the send in flight
   OutputLimits limits_;
   OutputQueue queue_;
   io::VectoredSend send_;  // the one send in flight
-  struct SendHook : io::PreSubmitHook {
-    StreamWriter* writer = nullptr;
-  };
-  SendHook send_hook_;  // queued while output waits for a send to start
-  struct Deadline : io::TimerNode {
-    StreamWriter* writer = nullptr;
-  };
-  Deadline deadline_;  // no byte taken for too long: the output fails
   // The last segment the send in flight covers (segments up to it may be read by the kernel).
   const OutputSegment* in_flight_last_ = nullptr;
   std::coroutine_handle<> flush_waiter_;  // close() waiting for the queue to drain
   std::error_code error_;                 // the first failure; every later write gets it
   void* owner_;
-  void (*on_idle_)(void*) noexcept;
-  void (*on_failed_)(void*) noexcept;
+  OnEvent on_event_;
   uint64_t bytes_written_ = 0;
   uint64_t sends_submitted_ = 0;
-  State state_ = State::kOpen;
-  bool full_ = false;             // past max_output_bytes: write() waits until half is left
-  bool cancels_pending_ = false;  // some writer's cancel waits for the send in flight
 };
 
 }  // namespace ucp

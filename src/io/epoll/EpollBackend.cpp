@@ -21,7 +21,7 @@ namespace ucp::io {
 
 namespace {
 
-// Operation::backend_state: the state in the low byte, flags above it.
+// Operation::backend_state (16 bits): the state in the low byte, flags above it.
 enum : uint32_t {
   kIdle = 0,       // not ours (never submitted, or its final completion was delivered)
   kQueued = 1,     // submitted, not started yet
@@ -42,7 +42,7 @@ constexpr size_t kEventsPerWait = 256;
 
 uint32_t state_of_op(const Operation& op) noexcept { return op.backend_state & kStateMask; }
 void set_state(Operation& op, uint32_t state) noexcept {
-  op.backend_state = (op.backend_state & ~kStateMask) | state;
+  op.backend_state = static_cast<uint16_t>((op.backend_state & ~kStateMask) | state);
 }
 uint64_t event_data(int fd, uint32_t generation) noexcept {
   return uint64_t{generation} << 32 | static_cast<uint32_t>(fd);
