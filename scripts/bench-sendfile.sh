@@ -9,8 +9,10 @@
 #   scripts/bench-sendfile.sh                       # 3 rounds of 5 s per server and workload
 #   ROUNDS=5 DURATION=10 SERVERS="ucp nginx" scripts/bench-sendfile.sh
 #
-# SERVERS names what runs: ucp (bin/http_server as built), nginx, and any NAME=ENV=VALUE, which
-# runs bin/http_server with that environment variable (for A/B runs of one binary).
+# SERVERS names what runs: ucp (bin/http_server as built), nginx, any NAME=ENV=VALUE, which
+# runs bin/http_server with that environment variable (for A/B runs of one binary), and any
+# NAME@DIR, which runs DIR/http_server (for A/B runs of two builds, e.g. "old@/tmp/old ucp"),
+# and nginx-cache (nginx with open_file_cache on).
 # Environment: ROUNDS [3], DURATION [5] s, SERVERS ["ucp nginx"], SERVER_CPUS [0], CLIENT_CPUS
 # [1], NICE [-10 as root, else 0], UCP_BIN_DIR [bin], NGINX [/usr/sbin/nginx], WRK [wrk].
 # Needs bin/http_server, wrk and nginx (scripts/install-deps.sh bench). Run it on an otherwise
@@ -63,8 +65,11 @@ start_server() {
   local name=$1
   PORT=$(free_port)
   case $name in
-    nginx)
-      local prefix=$WORK/nginx
+    nginx | nginx-cache)
+      # nginx-cache: nginx with its open_file_cache on (descriptors and sizes kept for 1 s,
+      # as bin/http_server keeps them), an extra peer; ratios are to plain nginx.
+      local prefix=$WORK/$name cache=""
+      [ "$name" = nginx-cache ] && cache="open_file_cache max=1000 inactive=20s; open_file_cache_valid 1s;"
       mkdir -p "$prefix"
       sed -e "s#@PORT@#$PORT#g" -e "s#@PREFIX@#$prefix#g" bench/peers/nginx.conf.in |
         python3 -c 'import sys; t=sys.stdin.read(); print(t.replace(
@@ -73,16 +78,21 @@ start_server() {
             return 200 "Hello, World!\\n";
         }""", """        sendfile on;
         tcp_nopush on;
+        '"$cache"'
         root '"$WORK/www"';"""))' >"$prefix/nginx.conf"
       (pinned "$SERVER_CPUS" "$NGINX" -p "$prefix" -c "$prefix/nginx.conf") >"$WORK/$name.log" 2>&1 &
       ;;
     *)
-      local env_setting=()
-      [ "$name" != ucp ] && env_setting=("${name#*=}")
-      (cd "$WORK" && pinned "$SERVER_CPUS" env "${env_setting[@]}" "$ROOT/$BIN/http_server" \
+      local env_setting=() binary=$ROOT/$BIN/http_server
+      case $name in
+        *@*) binary=${name#*@}/http_server ;;
+        *=*) env_setting=("${name#*=}") ;;
+      esac
+      [ -x "$binary" ] || die "$binary not found"
+      (cd "$WORK" && pinned "$SERVER_CPUS" env "${env_setting[@]}" "$binary" \
         "$ROOT/config/ucp.conf" --set server.ip=127.0.0.1 --set server.port="$PORT" \
         --set http.root="$WORK/www" --set log.file= --set log.console=true \
-        --set log.level=WARN --set server.thread_num=1) >"$WORK/${name%%=*}.log" 2>&1 &
+        --set log.level=WARN --set server.thread_num=1) >"$WORK/${name%%[=@]*}.log" 2>&1 &
       ;;
   esac
   SERVER_PID=$!
@@ -92,7 +102,7 @@ start_server() {
     fi
     sleep 0.05
   done
-  die "$name did not start: $(tail -3 "$WORK/${name%%=*}.log")"
+  die "$name did not start: $(tail -3 "$WORK/${name%%[=@]*}.log")"
 }
 
 

@@ -129,30 +129,54 @@ RangeKind parse_range(std::string_view value, uint64_t size, uint64_t& first, ui
   return RangeKind::kSatisfiable;
 }
 
-void serve_file(Request& request, Response& response, UniqueFd fd, const struct stat& st,
-                std::string_view name) {
-  const std::string tag = entity_tag(st);
-  const std::time_t mtime = st.st_mtim.tv_sec;
-  const auto size = static_cast<uint64_t>(st.st_size);
-  response.add_header("Last-Modified", http::format_http_date(mtime));
-  response.add_header("ETag", tag);
+/// What a cached or freshly opened file answers with: its validators and, for a small file,
+/// its bytes (read once), else the open file (sent through the ring).
+struct FileInfo {
+  struct stat st {};
+  std::string name;           // the file served (a directory's index), for its type
+  std::string tag;            // ETag
+  std::string last_modified;  // Last-Modified
+  std::string content;        // a small file's bytes (valid when has_content)
+  bool has_content = false;
+};
+
+void fill_validators(FileInfo& info) {
+  info.tag = entity_tag(info.st);
+  info.last_modified = http::format_http_date(info.st.st_mtim.tv_sec);
+}
+
+/// The body: `length` bytes from `offset`, copied from the cached bytes, or the file itself.
+void set_body(Response& response, const FileInfo& info, UniqueFd fd, uint64_t offset,
+              uint64_t length) {
+  if (info.has_content) {
+    response.body_buffer().assign(info.content, offset, length);
+  } else {
+    response.set_file(std::move(fd), offset, length);
+  }
+}
+
+void serve_file(Request& request, Response& response, UniqueFd fd, const FileInfo& info) {
+  const std::time_t mtime = info.st.st_mtim.tv_sec;
+  const auto size = static_cast<uint64_t>(info.st.st_size);
+  response.add_header("Last-Modified", info.last_modified);
+  response.add_header("ETag", info.tag);
   response.add_header("Accept-Ranges", "bytes");
 
   const std::string_view none_match = request.header("if-none-match");
   std::time_t since = 0;
   const bool not_modified =
       !none_match.empty()
-          ? none_match_hits(none_match, tag)
+          ? none_match_hits(none_match, info.tag)
           : http::parse_http_date(trim(request.header("if-modified-since")), since) &&
                 mtime <= since;
   if (not_modified) {
     response.set_status(304);
     return;
   }
-  response.set_content_type(StaticFiles::content_type(name));
+  response.set_content_type(StaticFiles::content_type(info.name));
 
   const std::string_view range = request.header("range");
-  if (!range.empty() && if_range_holds(request.header("if-range"), tag, mtime)) {
+  if (!range.empty() && if_range_holds(request.header("if-range"), info.tag, mtime)) {
     uint64_t first = 0;
     uint64_t last = 0;
     switch (parse_range(range, size, first, last)) {
@@ -164,65 +188,98 @@ void serve_file(Request& request, Response& response, UniqueFd fd, const struct 
         response.set_status(206);
         response.add_header("Content-Range", "bytes " + std::to_string(first) + "-" +
                                                  std::to_string(last) + "/" + std::to_string(size));
-        response.set_file(std::move(fd), first, last - first + 1);
+        set_body(response, info, std::move(fd), first, last - first + 1);
         return;
       case RangeKind::kIgnore:
         break;
     }
   }
-  response.set_file(std::move(fd), 0, size);
+  set_body(response, info, std::move(fd), 0, size);
 }
 
-/// Files served in the last second, per worker thread: a hit costs one dup() instead of
-/// openat2 + fstat (a path walk and an inode lookup), the bulk of a small file's cost besides
-/// the send. The cache keeps its own descriptor; each response gets a duplicate it closes
-/// when sent, so an entry can be dropped at any time. A file replaced or changed on disk is
-/// seen at most kValid later, as with nginx's open_file_cache.
-class OpenFileCache {
+/// Files served in the last second, per worker thread. A hit skips openat2 + fstat (a path
+/// walk and an inode lookup) and the date and tag formatting; a small file's hit also skips
+/// the read: its bytes are kept (at most kContentBytes each, kMaxEntries entries, so at most
+/// 4 MiB per thread) and copied into the response. A larger file's entry keeps a descriptor
+/// and each response gets a duplicate it closes when sent, so an entry can be dropped at any
+/// time. A file replaced or changed on disk is seen at most kValid later, as with nginx's
+/// open_file_cache; what a cached small file answers (bytes and validators) is always one
+/// consistent snapshot.
+class FileCache {
  public:
   static constexpr size_t kMaxEntries = 256;
+  static constexpr size_t kContentBytes = 16 * 1024;
   static constexpr auto kValid = std::chrono::milliseconds(1000);
 
-  /// A fresh entry for `path` (a normalized URL path) of `owner`, duplicated into `fd`.
-  bool find(const StaticFiles* owner, const std::string& path, UniqueFd& fd, struct stat& st,
-            std::string& name) {
-    if (owner != owner_) return false;
+  /// A fresh entry for `path` (a normalized URL path) of `owner`; `fd` gets a duplicate of
+  /// its descriptor unless the entry has the file's bytes.
+  const FileInfo* find(const StaticFiles* owner, const std::string& path, UniqueFd& fd) {
+    if (owner != owner_) return nullptr;
     const auto it = entries_.find(path);
-    if (it == entries_.end()) return false;
+    if (it == entries_.end()) return nullptr;
     if (Clock::now() - it->second.opened > kValid) {
       entries_.erase(it);
-      return false;
+      return nullptr;
     }
-    fd = UniqueFd(::fcntl(it->second.fd.get(), F_DUPFD_CLOEXEC, 0));
-    if (!fd) return false;
-    st = it->second.st;
-    name = it->second.name;
-    return true;
+    if (!it->second.info.has_content) {
+      fd = UniqueFd(::fcntl(it->second.fd.get(), F_DUPFD_CLOEXEC, 0));
+      if (!fd) return nullptr;
+    }
+    return &it->second.info;
   }
-  void store(const StaticFiles* owner, const std::string& path, int fd, const struct stat& st,
-             std::string_view name) {
+
+  /// Keeps `info` for `path`: with the bytes of a small regular file (read here, from the
+  /// open `fd`), else with a duplicate of `fd`. Returns the entry, or nullptr when the file
+  /// could not be kept (the caller then serves `fd` itself).
+  const FileInfo* store(const StaticFiles* owner, const std::string& path, int fd, FileInfo info) {
     if (owner != owner_ || entries_.size() >= kMaxEntries) {
       entries_.clear();  // another server's, or full: start over (hits refill it)
       owner_ = owner;
     }
-    UniqueFd own(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-    if (!own) return;
-    entries_.insert_or_assign(path, Entry{std::move(own), st, std::string(name), Clock::now()});
+    Entry entry{UniqueFd(), std::move(info), Clock::now()};
+    const auto size = static_cast<size_t>(entry.info.st.st_size);
+    if (size <= kContentBytes && read_whole(fd, size, entry.info.content)) {
+      entry.info.has_content = true;
+    } else {
+      entry.fd = UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+      if (!entry.fd) return nullptr;
+    }
+    return &entries_.insert_or_assign(path, std::move(entry)).first->second.info;
   }
 
  private:
   struct Entry {
-    UniqueFd fd;
-    struct stat st;
-    std::string name;  // the file served (a directory's index), for its type
+    UniqueFd fd;  // a large file's descriptor
+    FileInfo info;
     Clock::time_point opened;
   };
+
+  /// Exactly `size` bytes from offset 0 (a file that shrank or grew meanwhile: false, and it
+  /// is served from its descriptor instead).
+  static bool read_whole(int fd, size_t size, std::string& content) {
+    content.resize(size);
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::pread(fd, content.data() + done, size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    char extra = 0;
+    if (done != size || ::pread(fd, &extra, 1, static_cast<off_t>(size)) != 0) {
+      content.clear();
+      content.shrink_to_fit();
+      return false;
+    }
+    return true;
+  }
+
   const StaticFiles* owner_ = nullptr;
   std::unordered_map<std::string, Entry> entries_;
 };
 
-OpenFileCache& open_file_cache() {
-  thread_local OpenFileCache cache;
+FileCache& file_cache() {
+  thread_local FileCache cache;
   return cache;
 }
 
@@ -280,13 +337,11 @@ void StaticFiles::answer(Request& request, Response& response) const {
     answer_status(response, 403, "Forbidden\n");  // ".." above the root
     return;
   }
-  OpenFileCache& cache = open_file_cache();
+  FileCache& cache = file_cache();
   {
     UniqueFd cached;
-    struct stat st {};
-    std::string name;
-    if (cache.find(this, path, cached, st, name)) {
-      serve_file(request, response, std::move(cached), st, name);
+    if (const FileInfo* info = cache.find(this, path, cached)) {
+      serve_file(request, response, std::move(cached), *info);
       return;
     }
   }
@@ -329,8 +384,16 @@ void StaticFiles::answer(Request& request, Response& response) const {
     answer_status(response, 403, "Forbidden\n");  // devices, FIFOs, sockets
     return;
   }
-  cache.store(this, path, fd.get(), st, name);
-  serve_file(request, response, std::move(fd), st, name);
+  FileInfo info;
+  info.st = st;
+  info.name = name;
+  fill_validators(info);
+  if (const FileInfo* kept = cache.store(this, path, fd.get(), info)) {
+    if (kept->has_content) fd.reset();
+    serve_file(request, response, std::move(fd), *kept);
+    return;
+  }
+  serve_file(request, response, std::move(fd), info);
 }
 
 }  // namespace ucp::app

@@ -11,9 +11,11 @@
 //   If-Modified-Since not older than the file: 304. One byte range (Range, honouring
 //   If-Range): 206, or 416 with "Content-Range: bytes */SIZE"; several ranges are answered
 //   with the whole file (200), which RFC 9110 allows.
-// - The body is the open file: the server reads it through the ring in bounded pieces.
-//   Files served in the last second are kept open per worker thread (a hit costs a dup()
-//   instead of a path walk); a change on disk is seen within that second.
+// - Files served in the last second are kept per worker thread: one up to 16 KiB with its
+//   bytes (a hit is a copy into the response, no system call), a larger one open (a hit
+//   costs a dup() instead of a path walk; the server reads the file through the ring in
+//   bounded pieces or sends it from the page cache). A change on disk is seen within that
+//   second; a small file's bytes and validators are always one snapshot.
 //
 // Thread contract: built once on the main thread; handle() runs on any worker thread.
 

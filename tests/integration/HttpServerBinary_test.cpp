@@ -125,8 +125,8 @@ TEST_F(HttpServerBinary, ServesFilesWithTypesAndValidators) {
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
-// Files are kept open for a second per worker: a file rewritten on disk (another size,
-// another mtime) is served new shortly after, never a mix of old metadata and new bytes.
+// Files are kept for a second per worker (small ones with their bytes, larger ones open): a
+// file replaced on disk is served new shortly after, never a mix of old metadata and new bytes.
 TEST_F(HttpServerBinary, ServesAChangedFileSoonAfter) {
   ServerProcess server(http_server(www_, {"server.thread_num=1"}));
   UCP_START_SERVER(server);
@@ -152,6 +152,39 @@ TEST_F(HttpServerBinary, ServesAChangedFileSoonAfter) {
     std::this_thread::sleep_for(50ms);
   }
   EXPECT_EQ(status, 404);
+  EXPECT_TRUE(server.stop(SIGTERM).clean());
+}
+
+// A small file's bytes are kept with its validators: rewritten in place (same inode, new size),
+// each answer is the old bytes with the old ETag and length or the new with the new, never
+// one file's bytes under the other's headers.
+TEST_F(HttpServerBinary, AnswersAFileRewrittenInPlaceConsistently) {
+  ServerProcess server(http_server(www_, {"server.thread_num=1"}));
+  UCP_START_SERVER(server);
+  const std::string old_body = "a page\n";
+  const std::string new_body = "a page rewritten in place, longer\n";
+  auto first = get(server, "/sub/page.txt");
+  ASSERT_EQ(first.body, old_body);
+  const std::string old_tag = first.header("etag");
+  {
+    std::ofstream out(www_.root() + "/sub/page.txt", std::ios::binary | std::ios::trunc);
+    out << new_body;
+  }
+  std::string body;
+  for (int i = 0; i < 100 && body != new_body; ++i) {
+    auto reply = get(server, "/sub/page.txt");
+    ASSERT_EQ(reply.status, 200);
+    body = reply.body;
+    ASSERT_EQ(reply.header("content-length"), std::to_string(body.size()));
+    if (body == old_body) {
+      EXPECT_EQ(reply.header("etag"), old_tag);
+    } else {
+      ASSERT_EQ(body, new_body);
+      EXPECT_NE(reply.header("etag"), old_tag);
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(body, new_body);
   EXPECT_TRUE(server.stop(SIGTERM).clean());
 }
 
