@@ -129,21 +129,7 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
-# pinned CPUS CMD...: runs CMD on CPUS at nice NICE. With autogroup scheduling (the default),
-# nice acts only inside a session, so a non-zero NICE also gives CMD its own session (setsid)
-# whose autogroup gets the same nice. setsid does not fork here (we are no group leader), and
-# sh execs: the PID of the background job is the PID of CMD. Call it only in a subshell
-# (`pinned ... &` or `$(pinned ...)`): it execs.
-pinned() {
-  local cpus=$1
-  shift
-  if [ "$NICE" != 0 ]; then
-    exec setsid sh -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec "$@"' "$NICE" \
-      nice -n "$NICE" taskset -c "$cpus" "$@"
-  else
-    exec taskset -c "$cpus" "$@"
-  fi
-}
+. scripts/lib/bench-common.sh  # pinned, stop_server (the working directory is the root)
 
 SERVER_PID=""
 PORT=""
@@ -191,26 +177,10 @@ failed_run() {
   printf '%s\t%s\t%s\t%s\t%s\t0\t0\t0\t0\t1\t0\t0\t-1\t-1\t-1\n' "$@" >>"$DATA"
 }
 
-# stop_server: SIGTERM to that one PID, wait up to 10 s for it to exit, then SIGKILL.
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  local i
-  kill -TERM "$SERVER_PID" 2>/dev/null || true
-  for i in $(seq 1 200); do
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  if kill -0 "$SERVER_PID" 2>/dev/null; then
-    log "WARNING: server $SERVER_PID ignored SIGTERM for 10 s; killing it"
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-  fi
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-}
 trap 'stop_server' EXIT
 trap 'log "interrupted"; exit 130' INT TERM
 
-cpu_ticks() {  # cpu_ticks PID: "utime stime" in clock ticks, all threads
+cpu_times() {  # cpu_times PID: "utime stime" in clock ticks, all threads
   local stat
   stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo "0 0"; return; }
   stat=${stat##*) }
@@ -259,11 +229,11 @@ http_run() {
   if [ "$WARMUP" -gt 0 ]; then  # wrk has no warm-up of its own: a short unmeasured run
     (pinned "$CLIENT_CPUS" wrk -t1 -c"$conns" -d"${WARMUP}s" "http://127.0.0.1:$PORT/" >/dev/null 2>&1) || true
   fi
-  before=$(cpu_ticks "$SERVER_PID")
+  before=$(cpu_times "$SERVER_PID")
   start=$(date +%s.%N)
   out=$(pinned "$CLIENT_CPUS" wrk -t1 -c"$conns" -d"${DURATION}s" --latency "http://127.0.0.1:$PORT/" 2>&1) || true
   end=$(date +%s.%N)
-  after=$(cpu_ticks "$SERVER_PID")
+  after=$(cpu_times "$SERVER_PID")
   stop_server
   echo "$out" >"$RAW/wrk-$name-$conns-$run.log"
   python3 - "$name" "$conns" "$run" "$before" "$after" "$TICKS" "$start" "$end" "$RAW/wrk-$name-$conns-$run.log" >>"$DATA" <<'EOF'

@@ -2,8 +2,11 @@
 #
 # Expects NICE (the nice level for pinned processes, 0 for none) to be set before pinned() runs.
 
-# pinned CPUS CMD...: runs CMD on CPUS at nice level NICE, in its own session so that the
-# nice level holds under autogroup scheduling. Call it in a subshell: it execs.
+# pinned CPUS CMD...: runs CMD on CPUS at nice level NICE. With autogroup scheduling (the
+# default), nice acts only inside a session, so a non-zero NICE also gives CMD its own session
+# (setsid) whose autogroup gets the same nice. setsid does not fork here (a subshell is no
+# group leader) and sh execs: the PID of the background job is the PID of CMD. Call it only
+# in a subshell (`pinned ... &` or `$(pinned ...)`): it execs.
 pinned() {
   local cpus=$1
   shift
@@ -15,13 +18,17 @@ pinned() {
   fi
 }
 
-# stop_server: stops the process SERVER_PID names (TERM, up to 5 s, then KILL) and clears it.
+# stop_server: stops the process SERVER_PID names (TERM, up to 10 s, then KILL with a warning)
+# and clears it.
 SERVER_PID=
 stop_server() {
   if [ -n "$SERVER_PID" ]; then
     kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 200); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.05; done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+      echo "WARNING: server $SERVER_PID ignored SIGTERM for 10 s; killing it" >&2
+      kill -KILL "$SERVER_PID" 2>/dev/null || true
+    fi
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=
   fi
