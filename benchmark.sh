@@ -20,6 +20,7 @@
 #   BENCH_SIZES ["64 256 4096 16384"]   BENCH_CONNS ["10 100 1000 10000"]
 #   BENCH_HTTP_CONNS ["10 100 1000"]    BENCH_SECONDS [5]   BENCH_RUNS [3]
 #   BENCH_SERVERS ["ucp epoll_echo asio_echo uring_bare_echo"]   BENCH_HTTP_SERVERS ["ucp nginx"]
+#     (HTTP servers may include uring_bare_http: uring_bare_echo -m http, the canned-answer ceiling)
 #   BENCH_ECHO [1]  BENCH_HTTP [1]  BENCH_SYSCALLS [1: when perf can count syscalls]
 #   BENCH_SERVER_CPUS [0]  BENCH_CLIENT_CPUS [1]  BENCH_CLIENT_THREADS [1]  BENCH_DEPTH [1]
 #   BENCH_WARMUP [1]: seconds of full load before each measured interval (not counted)
@@ -106,6 +107,7 @@ available() {  # available NAME: true when the server can run here
   case $1 in
     ucp | ucp+*) [ "$ucp_available" = 1 ] ;;
     nginx) [ -x "$NGINX" ] ;;
+    uring_bare_http) [ -x "$BIN/uring_bare_echo" ] ;;
     *) [ -x "$BIN/$1" ] ;;
   esac
 }
@@ -151,6 +153,7 @@ start_server() {
       mkdir -p "$prefix"
       sed -e "s#@PORT@#$PORT#g" -e "s#@PREFIX@#$prefix#g" bench/peers/nginx.conf.in >"$prefix/nginx.conf"
       cmd=("$NGINX" -p "$prefix" -c "$prefix/nginx.conf") ;;
+    uring_bare_http) cmd=("$BIN/uring_bare_echo" -p "$PORT" -m http) ;;
     *) cmd=("$BIN/$name" -p "$PORT") ;;
   esac
   pinned "$SERVER_CPUS" "${cmd[@]}" >>"$logfile" 2>&1 &

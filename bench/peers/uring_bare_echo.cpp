@@ -1,6 +1,10 @@
 // uring_bare_echo: the ceiling: a bare, hand-written, single-thread liburing echo loop.
 //
-//   uring_bare_echo -p PORT [-b BUFFER_SIZE] [-n BUFFER_COUNT]
+//   uring_bare_echo -p PORT [-b BUFFER_SIZE] [-n BUFFER_COUNT] [-m echo|http]
+//
+// -m http answers every request (each blank line that ends a head; requests without a body,
+// as wrk sends them) with a canned 200 of the size UCP's and nginx's pingpong answers have:
+// the ceiling of an HTTP pingpong on io_uring, with no parsing at all.
 //
 // What a framework on io_uring can at best reach on one core, so every report shows UCP's cost
 // against it. No abstraction beyond what the kernel interface needs:
@@ -22,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -64,12 +69,26 @@ struct Connection {
   bool needs_rearm = false;        // its recv ended with ENOBUFS; re-armed next iteration
   std::vector<PendingSend> queue;  // FIFO [head, end): front is the one in flight
   size_t head = 0;
+  // -m http: how far into "\r\n\r\n" the bytes received so far end, answers owed, and the
+  // answers' bytes in the send in flight (sent from the canned text).
+  uint8_t matched = 0;
+  uint32_t answers_owed = 0;
+  uint32_t answer_bytes = 0;
+  uint32_t answer_sent = 0;
 };
+
+// The pingpong answer, as long as UCP's (with its Date and Server headers) and nginx's.
+constexpr std::string_view kAnswer =
+    "HTTP/1.1 200 OK\r\nServer: bare\r\nDate: Wed, 25 Nov 2026 00:00:00 GMT\r\n"
+    "Content-Type: text/plain\r\nContent-Length: 14\r\n\r\nHello, World!\n";
+constexpr uint32_t kAnswersPerSend = 64;
 
 class EchoLoop {
  public:
-  EchoLoop(unsigned buffer_count, unsigned buffer_size)
-      : buffer_count_(buffer_count), buffer_size_(buffer_size) {}
+  EchoLoop(unsigned buffer_count, unsigned buffer_size, bool http)
+      : buffer_count_(buffer_count), buffer_size_(buffer_size), http_(http) {
+    for (uint32_t i = 0; i < kAnswersPerSend; ++i) answers_.append(kAnswer);
+  }
   EchoLoop(const EchoLoop&) = delete;
   EchoLoop& operator=(const EchoLoop&) = delete;
   ~EchoLoop() {
@@ -279,7 +298,13 @@ class EchoLoop {
   void on_recv(int fd, int res, uint32_t flags, bool more) {
     Connection& conn = connections_[static_cast<size_t>(fd)];
     if (!more) conn.recv_armed = false;
-    if (res > 0) {
+    if (res > 0 && http_) {
+      const auto id = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+      count_requests(conn, buffer(id), static_cast<size_t>(res));
+      recycle(id);
+      if (!conn.closing && !conn.send_in_flight && conn.answers_owed > 0) send_answers(fd, conn);
+      if (!more) arm_recv(fd);
+    } else if (res > 0) {
       const auto id = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
       if (conn.closing) {
         recycle(id);
@@ -297,11 +322,45 @@ class EchoLoop {
     maybe_finish_close(fd, conn);
   }
 
+  // Counts the heads that end in these bytes (a terminator may span two receives).
+  static void count_requests(Connection& conn, const char* bytes, size_t length) {
+    static constexpr char kEnd[] = "\r\n\r\n";
+    for (size_t i = 0; i < length; ++i) {
+      if (bytes[i] == kEnd[conn.matched]) {
+        if (++conn.matched == 4) {
+          ++conn.answers_owed;
+          conn.matched = 0;
+        }
+      } else {
+        conn.matched = bytes[i] == '\r' ? 1 : 0;
+      }
+    }
+  }
+
+  void send_answers(int fd, Connection& conn) {
+    if (conn.answer_sent == conn.answer_bytes) {  // the previous batch is all out: a new one
+      const uint32_t count = std::min(conn.answers_owed, kAnswersPerSend);
+      conn.answers_owed -= count;
+      conn.answer_bytes = count * static_cast<uint32_t>(kAnswer.size());
+      conn.answer_sent = 0;
+    }
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_send(sqe, fd, answers_.data() + conn.answer_sent,
+                       conn.answer_bytes - conn.answer_sent, MSG_NOSIGNAL);
+    io_uring_sqe_set_data64(sqe, user_data(Op::kSend, fd));
+    conn.send_in_flight = true;
+  }
+
   void on_sent(int fd, int res) {
     Connection& conn = connections_[static_cast<size_t>(fd)];
     conn.send_in_flight = false;
     if (res < 0) {
       begin_close(fd, conn);
+    } else if (http_) {
+      conn.answer_sent += static_cast<uint32_t>(res);
+      if (!conn.closing && (conn.answer_sent < conn.answer_bytes || conn.answers_owed > 0)) {
+        send_answers(fd, conn);
+      }
     } else if (!conn.closing) {
       PendingSend& front = conn.queue[conn.head];
       front.offset += static_cast<uint32_t>(res);
@@ -336,11 +395,15 @@ class EchoLoop {
     conn.open = false;
     conn.closing = false;
     conn.needs_rearm = false;
+    conn.matched = 0;
+    conn.answers_owed = conn.answer_bytes = conn.answer_sent = 0;
     ::close(fd);
   }
 
   const unsigned buffer_count_;
   const unsigned buffer_size_;
+  const bool http_;
+  std::string answers_;  // kAnswersPerSend answers back to back
   io_uring ring_{};
   bool ring_ready_ = false;
   const char* mode_ = "";
@@ -355,7 +418,7 @@ class EchoLoop {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: uring_bare_echo -p PORT [-b BUFFER_SIZE (16384)] [-n BUFFER_COUNT "
-               "(8192, a power of two <= 32768)]\n");
+               "(8192, a power of two <= 32768)] [-m echo|http]\n");
   std::exit(2);
 }
 
@@ -365,10 +428,15 @@ int main(int argc, char** argv) {
   long port = 0;
   long buffer_size = 16384;
   long buffer_count = 8192;
+  bool http = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     const long value = std::strtol(argv[i + 1], nullptr, 10);
-    if (flag == "-p") {
+    if (flag == "-m") {
+      const std::string_view mode = argv[i + 1];
+      if (mode != "echo" && mode != "http") usage();
+      http = mode == "http";
+    } else if (flag == "-p") {
       port = value;
     } else if (flag == "-b") {
       buffer_size = value;
@@ -395,9 +463,9 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  EchoLoop loop(static_cast<unsigned>(buffer_count), static_cast<unsigned>(buffer_size));
+  EchoLoop loop(static_cast<unsigned>(buffer_count), static_cast<unsigned>(buffer_size), http);
   if (!loop.init(static_cast<uint16_t>(port))) return 1;
-  std::fprintf(stderr, "uring_bare_echo: port %ld, %s, %ld buffers of %ld B\n", port, loop.mode(),
-               buffer_count, buffer_size);
+  std::fprintf(stderr, "uring_bare_echo: port %ld, %s, %ld buffers of %ld B%s\n", port, loop.mode(),
+               buffer_count, buffer_size, http ? ", canned HTTP answers" : "");
   return loop.run();
 }
