@@ -192,24 +192,15 @@ int run_churn(const ChurnOptions& options, const std::atomic<bool>& interrupted)
   ChurnShared shared;
   std::vector<ChurnCounters> counters(thread_count);
   std::string why;
-  const bool on_ucp = ucp_backend_available(options.backend, &why);
-  if (!on_ucp && options.backend != ucp::BackendKind::kEpoll) {
+  if (!ucp_backend_available(options.backend, &why)) {
     std::fprintf(stderr, "bench_client: %s\n", why.c_str());
     return 1;
-  }
-  if (!on_ucp) {
-    std::fprintf(stderr,
-                 "bench_client: UCP's loops have no epoll backend here (%s); using the built-in "
-                 "epoll client\n",
-                 why.c_str());
   }
   std::vector<std::unique_ptr<ChurnThread>> loads;
   for (size_t t = 0; t < thread_count; ++t) {
     const auto first = static_cast<int>(t);
     const auto step = static_cast<int>(thread_count);
-    loads.push_back(
-        on_ucp ? std::make_unique<UcpChurn>(options, shared, counters[t], pattern, first, step)
-               : make_legacy_epoll_churn(options, shared, counters[t], pattern, first, step));
+    loads.push_back(std::make_unique<UcpChurn>(options, shared, counters[t], pattern, first, step));
   }
   const int64_t begin = now_ns();
   shared.record_start_ns = begin + int64_t{options.warmup_s} * 1'000'000'000;

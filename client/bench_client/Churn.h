@@ -5,7 +5,7 @@
 // over long-lived connections never touches, and the client's own connect path (TcpClient).
 //
 // The load threads are UCP loops (Churn.cpp: one EventLoop per thread, TcpClient) on the
-// backend the mode names; LegacyEpoll.cpp stands in while UCP has no epoll backend.
+// backend the mode names.
 
 #include <atomic>
 #include <cstddef>
@@ -60,11 +60,6 @@ class ChurnThread {
   virtual void run() = 0;
   virtual Histogram& histogram() = 0;
 };
-
-std::unique_ptr<ChurnThread> make_legacy_epoll_churn(const ChurnOptions& options,
-                                                     ChurnShared& shared, ChurnCounters& counters,
-                                                     const PatternTable& pattern, int first,
-                                                     int step);
 
 /// Runs the churn load on `options.threads` threads and prints the report (one progress line
 /// per second, then totals; one JSON object with --json). Returns the exit status: 0 clean,

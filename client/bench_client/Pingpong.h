@@ -1,12 +1,8 @@
 #pragma once
 // What bench_client's pingpong mode shares between its main thread (main.cpp: ramp progress,
-// the per-second lines, the totals) and its load threads, which come in two kinds:
-//
-//   UcpPingpong.cpp     one UCP EventLoop per thread and TcpClient connections: the client
-//                       every mode uses; --uring picks the io_uring backend, the default the
-//                       epoll one (LoopOptions::backend).
-//   LegacyEpoll.cpp     the former hand-written epoll loop, used only while UCP's loops have
-//                       no epoll backend (see there).
+// the per-second lines, the totals) and its load threads (UcpPingpong.cpp: one UCP EventLoop
+// per thread and TcpClient connections; --uring picks the io_uring backend, the default the
+// epoll one, LoopOptions::backend).
 //
 // A run: ramp (connect everything, one verified warm-up echo per connection), an optional
 // warm-up at full load, the measure phase (DEPTH messages in flight per connection, every
@@ -83,12 +79,9 @@ class PingpongThread {
 std::unique_ptr<PingpongThread> make_ucp_pingpong(Shared& shared, Counters& counters,
                                                   const PatternTable& pattern, int first, int step,
                                                   ucp::BackendKind backend);
-std::unique_ptr<PingpongThread> make_legacy_epoll_pingpong(Shared& shared, Counters& counters,
-                                                           const PatternTable& pattern, int first,
-                                                           int step);
 
-/// Whether UCP's loops can run on `backend` here: false while the epoll backend is not built
-/// in (a loop asked for kEpoll then runs io_uring, or cannot be created).
+/// Whether UCP's loops can run on `backend` here (io_uring can be blocked; `why` then says
+/// why).
 bool ucp_backend_available(ucp::BackendKind backend, std::string* why);
 
 }  // namespace bench

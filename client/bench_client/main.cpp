@@ -11,8 +11,7 @@
 // with TcpClient: the client of UCP's own tests is the one that drives the benchmarks. The
 // backend is the mode: epoll by default (a readiness loop, one syscall per send, arrivals
 // spread like independent clients), io_uring with --uring (every connection's sends in one
-// io_uring_enter). While UCP's loops have no epoll backend, the default mode runs the former
-// built-in epoll client instead (LegacyEpoll.cpp) and says so on stderr. A run has three phases:
+// io_uring_enter). A run has three phases:
 //   ramp     connect every connection (at most kMaxConnectsInFlight per thread at once, refused or
 //            EAGAIN connects retried for kConnectRetryMs), then echo one warm-up message on each,
 //            so that the server has accepted and served every connection before the clock starts;
@@ -237,25 +236,16 @@ int main(int argc, char** argv) {
   const PatternTable pattern(options.size);
   const auto thread_count = static_cast<size_t>(options.threads);
   std::string why;
-  const bool on_ucp = bench::ucp_backend_available(backend, &why);
-  if (!on_ucp && backend != ucp::BackendKind::kEpoll) {
+  if (!bench::ucp_backend_available(backend, &why)) {
     std::fprintf(stderr, "bench_client: %s\n", why.c_str());
     return 1;
-  }
-  if (!on_ucp) {
-    std::fprintf(stderr,
-                 "bench_client: UCP's loops have no epoll backend here (%s); using the built-in "
-                 "epoll client\n",
-                 why.c_str());
   }
   std::vector<Counters> counters(thread_count);
   std::vector<std::unique_ptr<bench::PingpongThread>> loads;
   for (size_t t = 0; t < thread_count; ++t) {
     const auto first = static_cast<int>(t);
-    loads.push_back(on_ucp ? bench::make_ucp_pingpong(shared, counters[t], pattern, first,
-                                                      options.threads, backend)
-                           : bench::make_legacy_epoll_pingpong(shared, counters[t], pattern, first,
-                                                               options.threads));
+    loads.push_back(
+        bench::make_ucp_pingpong(shared, counters[t], pattern, first, options.threads, backend));
   }
   const int64_t ramp_start = now_ns();
   std::vector<std::thread> threads;
