@@ -364,7 +364,8 @@ TEST_P(HostileClients, FdExhaustionNeitherCrashesNorSpinsAndRecovers) {
   }
   report("fd_exhaustion_clients_connected", static_cast<int64_t>(clients.size()));
   ASSERT_GE(clients.size(), 300u) << "too few connections to exhaust 256 descriptors";
-  std::this_thread::sleep_for(500ms);  // the server hits EMFILE and settles
+  // The server hits EMFILE and says so (bounded: it must, with 300+ connections waiting).
+  ASSERT_TRUE(server.wait_for_output("pausing accepts", 10000)) << server.output_tail();
   ASSERT_TRUE(server.alive()) << server.exit_status()->describe() << "\n" << server.output_tail();
   const double cpu_before = server.cpu_seconds();
   std::this_thread::sleep_for(2s);

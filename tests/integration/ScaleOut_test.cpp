@@ -232,7 +232,8 @@ TEST_P(ScaleOut, PerWorkerAcceptorsBackOffAtTheFdLimitAndRecover) {
     clients.push_back(std::move(*fd));
   }
   ASSERT_GE(clients.size(), 300u) << "too few connections to exhaust 256 descriptors";
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // both acceptors hit EMFILE
+  // The acceptors hit EMFILE and say so (bounded: with 300+ connections waiting they must).
+  ASSERT_TRUE(server.wait_for_output("pausing accepts", 10000)) << server.output_tail();
   ASSERT_TRUE(server.alive()) << server.output_tail();
   const double cpu_before = server.cpu_seconds();
   std::this_thread::sleep_for(std::chrono::seconds(2));
