@@ -6,6 +6,8 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <new>
+#include <type_traits>
 #include <utility>
 
 #include <netinet/in.h>
@@ -289,13 +291,22 @@ Task<Result<size_t>> UdpSocket::send(std::span<const std::byte> data) {
 
 namespace {
 
+// send_batch()'s slots, constructed as they are used: a batch of a few datagrams (the common
+// case of an echo) need not initialise all kSendRound of them.
+union SendSlots {
+  SendSlots() noexcept {}
+  SendSlot at[UdpSocket::kSendRound];
+};
+static_assert(std::is_trivially_destructible_v<SendSlot>);
+
 // Puts datagrams [index, index + count) of the round in flight as one sendmsg (count > 1: a
-// UDP_SEGMENT send of `vectors[index..]`, cut every first.data.size() bytes).
-void start_send(EventLoop& loop, int fd, SendSlot& slot, const OutgoingDatagram& first,
+// UDP_SEGMENT send of `vectors[index..]`, cut every first.data.size() bytes), in the slot
+// constructed at `storage`.
+void start_send(EventLoop& loop, int fd, SendSlot* storage, const OutgoingDatagram& first,
                 iovec* vectors, uint32_t index, uint32_t count, SendRound& round) noexcept {
+  SendSlot& slot = *::new (storage) SendSlot;
   slot.code = io::OpCode::kSendMsg;
   slot.fd = fd;
-  slot.message = msghdr{};
   slot.message.msg_name = const_cast<sockaddr*>(first.to);
   slot.message.msg_namelen = first.to_length;
   slot.message.msg_iov = vectors + index;
@@ -310,14 +321,13 @@ void start_send(EventLoop& loop, int fd, SendSlot& slot, const OutgoingDatagram&
   slot.first = index;
   slot.datagrams = count;
   slot.on_complete = &on_slot_sent;
-  slot.result = 0;
   if (loop.submit(slot)) ++round.outstanding;  // refused: slot.result says why
 }
 
 }  // namespace
 
 Task<Result<size_t>> UdpSocket::send_batch(std::span<const OutgoingDatagram> datagrams) {
-  std::array<SendSlot, kSendRound> slots;
+  SendSlots slots;
   std::array<iovec, kSendRound> vectors;
   std::array<std::pair<uint32_t, uint32_t>, kSendRound> refused;  // (first, count) to resend
   size_t sent = 0;
@@ -331,7 +341,7 @@ Task<Result<size_t>> UdpSocket::send_batch(std::span<const OutgoingDatagram> dat
     size_t used = 0;
     for (size_t i = 0; i < part.size();) {
       const size_t run = segment_sends_ ? segment_run(part.subspan(i)) : 1;
-      start_send(loop_, fd_.get(), slots[used++], part[i], vectors.data(),
+      start_send(loop_, fd_.get(), &slots.at[used++], part[i], vectors.data(),
                  static_cast<uint32_t>(i), static_cast<uint32_t>(run), round);
       i += run;
     }
@@ -340,7 +350,7 @@ Task<Result<size_t>> UdpSocket::send_batch(std::span<const OutgoingDatagram> dat
       co_await RoundDone{round};
       size_t refusals = 0;
       for (size_t s = 0; s < used; ++s) {
-        const SendSlot& slot = slots[s];
+        const SendSlot& slot = slots.at[s];
         if (slot.result >= 0) {
           sent += slot.datagrams;
           if (slot.datagrams > 1) ++segmented_sends_;
@@ -355,7 +365,7 @@ Task<Result<size_t>> UdpSocket::send_batch(std::span<const OutgoingDatagram> dat
       used = 0;
       for (size_t r = 0; r < refusals; ++r) {
         for (uint32_t i = refused[r].first; i < refused[r].first + refused[r].second; ++i) {
-          start_send(loop_, fd_.get(), slots[used++], part[i], vectors.data(), i, 1, round);
+          start_send(loop_, fd_.get(), &slots.at[used++], part[i], vectors.data(), i, 1, round);
         }
       }
     }
