@@ -545,7 +545,6 @@ TEST_P(UdpSocketApi, OversizedDatagramIsAnErrorValueAndLostAloneInABatch) {
   EXPECT_EQ(o.received, (std::vector<size_t>{7, 9}));
 }
 
-
 // Datagram k of a batch: `size` bytes of value k + 1, so that a receiver can tell where each one
 // begins and ends.
 struct Numbered {
@@ -592,8 +591,8 @@ TEST_P(UdpSocketApi, RunsOfEqualDatagramsToOnePeerGoAsOneSendAndArriveApart) {
     // b: [100 100 60] one send, c: [100], b: [100 120] (longer: apart) [100 100] one send,
     // b: [2000 2000] (too long to segment).
     const std::vector<std::pair<size_t, const InetAddress*>> plan = {
-        {100, &to_b}, {100, &to_b}, {60, &to_b},   {100, &to_c},  {100, &to_b},
-        {120, &to_b}, {100, &to_b}, {100, &to_b},  {2000, &to_b}, {2000, &to_b}};
+        {100, &to_b}, {100, &to_b}, {60, &to_b},  {100, &to_c},  {100, &to_b},
+        {120, &to_b}, {100, &to_b}, {100, &to_b}, {2000, &to_b}, {2000, &to_b}};
     std::vector<Numbered> payloads;
     std::vector<OutgoingDatagram> batch;
     for (size_t k = 0; k < plan.size(); ++k) payloads.emplace_back(plan[k].first, k);
@@ -612,8 +611,15 @@ TEST_P(UdpSocketApi, RunsOfEqualDatagramsToOnePeerGoAsOneSendAndArriveApart) {
   EXPECT_EQ(o.segmented, 2u);  // [100 100 60] and [100 100] (after the 120)
   EXPECT_EQ(o.failures, 0u);
   using Got = std::vector<std::pair<size_t, int>>;
-  EXPECT_EQ(o.at_b, (Got{{100, 1}, {100, 2}, {60, 3}, {100, 5}, {120, 6}, {100, 7}, {100, 8},
-                         {2000, 9}, {2000, 10}}));
+  EXPECT_EQ(o.at_b, (Got{{100, 1},
+                         {100, 2},
+                         {60, 3},
+                         {100, 5},
+                         {120, 6},
+                         {100, 7},
+                         {100, 8},
+                         {2000, 9},
+                         {2000, 10}}));
   EXPECT_EQ(o.at_c, (Got{{100, 4}}));
   EXPECT_EQ(loop_->in_flight(), 0u);
 }
@@ -664,8 +670,16 @@ TEST_P(UdpSocketApi, ARefusedSegmentedSendGoesAgainOneByOne) {
     EXPECT_EQ(o.failures[k], 0u);
   }
   using Got = std::vector<std::pair<size_t, int>>;
-  EXPECT_EQ(o.got, (Got{{200, 1}, {200, 2}, {200, 3}, {200, 4}, {200, 5},
-                        {200, 1}, {200, 2}, {200, 3}, {200, 4}, {200, 5}}));
+  EXPECT_EQ(o.got, (Got{{200, 1},
+                        {200, 2},
+                        {200, 3},
+                        {200, 4},
+                        {200, 5},
+                        {200, 1},
+                        {200, 2},
+                        {200, 3},
+                        {200, 4},
+                        {200, 5}}));
   EXPECT_EQ(loop_->in_flight(), 0u);
 }
 
