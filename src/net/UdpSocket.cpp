@@ -4,9 +4,14 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
 
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include "ucp/io/Operations.h"
@@ -28,10 +33,27 @@ struct SendRound {
   std::coroutine_handle<> waiter;
 };
 
+// The control message of a UDP_SEGMENT (GSO) send: a cmsghdr, then the size of each datagram
+// the kernel cuts the payload into (the last may be shorter); CMSG_SPACE(sizeof(uint16_t)).
+struct SegmentControl {
+  alignas(cmsghdr) std::byte bytes[sizeof(cmsghdr) + 8];
+
+  void set(uint16_t segment_bytes) noexcept {
+    cmsghdr header{};
+    header.cmsg_len = sizeof(cmsghdr) + sizeof segment_bytes;  // CMSG_LEN
+    header.cmsg_level = SOL_UDP;
+    header.cmsg_type = UDP_SEGMENT;
+    std::memcpy(bytes, &header, sizeof header);
+    std::memcpy(bytes + sizeof header, &segment_bytes, sizeof segment_bytes);
+  }
+};
+
 struct SendSlot : io::Operation {
   msghdr message{};
-  iovec vector{};
   SendRound* round = nullptr;
+  uint32_t first = 0;      // its first datagram, as an index into the round
+  uint32_t datagrams = 0;  // more than one: a segmented send
+  SegmentControl control;
 };
 
 std::coroutine_handle<> on_slot_sent(IoContext& context, int32_t res, uint32_t) noexcept {
@@ -46,6 +68,38 @@ struct RoundDone {
   void await_suspend(std::coroutine_handle<> caller) noexcept { round.waiter = caller; }
   void await_resume() const noexcept {}
 };
+
+// Datagrams longer than this are never segmented: each segment must fit the path's MTU, and
+// 1,452 bytes fits a 1,500-byte one over IPv6 (IPv4 would allow 1,472).
+constexpr size_t kMaxSegmentBytes = 1452;
+static_assert(UdpSocket::kSendRound <= 64, "UDP_SEGMENT takes at most 64 segments per send");
+
+bool same_destination(const OutgoingDatagram& a, const OutgoingDatagram& b) noexcept {
+  if (a.to == nullptr || b.to == nullptr) return a.to == b.to;
+  return a.to_length == b.to_length && std::memcmp(a.to, b.to, a.to_length) == 0;
+}
+
+// How many datagrams from the first of `next` can go as one segmented send: to one
+// destination, each but the last as long as the first, the last no longer (the kernel cuts
+// the payload every first-size bytes, so the datagrams arrive exactly as they were).
+size_t segment_run(std::span<const OutgoingDatagram> next) noexcept {
+  const size_t segment = next[0].data.size();
+  if (segment == 0 || segment > kMaxSegmentBytes) return 1;
+  size_t n = 1;
+  while (n < next.size() && next[n - 1].data.size() == segment && !next[n].data.empty() &&
+         next[n].data.size() <= segment && same_destination(next[0], next[n])) {
+    ++n;
+  }
+  return n;
+}
+
+// Errors of a segmented send that say the path cannot take one (a route MTU below the segment,
+// a device or socket setting without UDP checksum offload, an old kernel), not that the
+// datagrams are bad: they go again one by one.
+bool segmenting_refused(int32_t result) noexcept {
+  return result == -EINVAL || result == -EMSGSIZE || result == -EIO || result == -EOPNOTSUPP ||
+         result == -ENOPROTOOPT;
+}
 
 // SO_RCVBUF, then SO_RCVBUFFORCE (which may pass net.core.rmem_max, given CAP_NET_ADMIN) when
 // the first gave less.
@@ -69,7 +123,10 @@ Task<> reap(EventLoop& loop, std::unique_ptr<io::MultishotRecvMsg> stream, Uniqu
 }  // namespace
 
 UdpSocket::UdpSocket(EventLoop& loop, UniqueFd fd, const UdpOptions& options)
-    : loop_(loop), fd_(std::move(fd)), max_datagram_bytes_(options.max_datagram_bytes) {}
+    : loop_(loop),
+      fd_(std::move(fd)),
+      max_datagram_bytes_(options.max_datagram_bytes),
+      segment_sends_(options.segment_sends) {}
 
 UdpSocket::~UdpSocket() {
   if (closed_ || !fd_) return;
@@ -232,37 +289,84 @@ Task<Result<size_t>> UdpSocket::send(std::span<const std::byte> data) {
   co_return co_await io::sendmsg(loop_, fd_.get(), message);
 }
 
+namespace {
+
+// send_batch()'s slots, constructed as they are used: a batch of a few datagrams (the common
+// case of an echo) need not initialise all kSendRound of them.
+union SendSlots {
+  SendSlots() noexcept {}
+  SendSlot at[UdpSocket::kSendRound];
+};
+static_assert(std::is_trivially_destructible_v<SendSlot>);
+
+// Puts datagrams [index, index + count) of the round in flight as one sendmsg (count > 1: a
+// UDP_SEGMENT send of `vectors[index..]`, cut every first.data.size() bytes), in the slot
+// constructed at `storage`.
+void start_send(EventLoop& loop, int fd, SendSlot* storage, const OutgoingDatagram& first,
+                iovec* vectors, uint32_t index, uint32_t count, SendRound& round) noexcept {
+  SendSlot& slot = *::new (storage) SendSlot;
+  slot.code = io::OpCode::kSendMsg;
+  slot.fd = fd;
+  slot.message.msg_name = const_cast<sockaddr*>(first.to);
+  slot.message.msg_namelen = first.to_length;
+  slot.message.msg_iov = vectors + index;
+  slot.message.msg_iovlen = count;
+  if (count > 1) {
+    slot.control.set(static_cast<uint16_t>(first.data.size()));
+    slot.message.msg_control = slot.control.bytes;
+    slot.message.msg_controllen = sizeof slot.control.bytes;
+  }
+  slot.data = &slot.message;
+  slot.round = &round;
+  slot.first = index;
+  slot.datagrams = count;
+  slot.on_complete = &on_slot_sent;
+  if (loop.submit(slot)) ++round.outstanding;  // refused: slot.result says why
+}
+
+}  // namespace
+
 Task<Result<size_t>> UdpSocket::send_batch(std::span<const OutgoingDatagram> datagrams) {
-  std::array<SendSlot, kSendRound> slots;
+  SendSlots slots;
+  std::array<iovec, kSendRound> vectors;
+  std::array<std::pair<uint32_t, uint32_t>, kSendRound> refused;  // (first, count) to resend
   size_t sent = 0;
   int32_t first_error = 0;
   for (size_t begin = 0; begin < datagrams.size(); begin += kSendRound) {
-    const size_t count = std::min(kSendRound, datagrams.size() - begin);
-    SendRound round;
-    for (size_t i = 0; i < count; ++i) {
-      const OutgoingDatagram& datagram = datagrams[begin + i];
-      SendSlot& slot = slots[i];
-      slot.code = io::OpCode::kSendMsg;
-      slot.fd = fd_.get();
-      slot.vector = {const_cast<std::byte*>(datagram.data.data()), datagram.data.size()};
-      slot.message = msghdr{};
-      slot.message.msg_name = const_cast<sockaddr*>(datagram.to);
-      slot.message.msg_namelen = datagram.to_length;
-      slot.message.msg_iov = &slot.vector;
-      slot.message.msg_iovlen = 1;
-      slot.data = &slot.message;
-      slot.round = &round;
-      slot.on_complete = &on_slot_sent;
-      slot.result = 0;
-      if (loop_.submit(slot)) ++round.outstanding;  // refused: slot.result says why
+    const auto part = datagrams.subspan(begin, std::min(kSendRound, datagrams.size() - begin));
+    for (size_t i = 0; i < part.size(); ++i) {
+      vectors[i] = {const_cast<std::byte*>(part[i].data.data()), part[i].data.size()};
     }
-    co_await RoundDone{round};
-    for (size_t i = 0; i < count; ++i) {
-      if (slots[i].result >= 0) {
-        ++sent;
-      } else {
-        ++send_failures_;
-        if (first_error == 0) first_error = slots[i].result;
+    SendRound round;
+    size_t used = 0;
+    for (size_t i = 0; i < part.size();) {
+      const size_t run = segment_sends_ ? segment_run(part.subspan(i)) : 1;
+      start_send(loop_, fd_.get(), &slots.at[used++], part[i], vectors.data(),
+                 static_cast<uint32_t>(i), static_cast<uint32_t>(run), round);
+      i += run;
+    }
+    // Then again for the datagrams of segmented sends the path refused, one by one.
+    while (used > 0) {
+      co_await RoundDone{round};
+      size_t refusals = 0;
+      for (size_t s = 0; s < used; ++s) {
+        const SendSlot& slot = slots.at[s];
+        if (slot.result >= 0) {
+          sent += slot.datagrams;
+          if (slot.datagrams > 1) ++segmented_sends_;
+        } else if (slot.datagrams > 1 && segmenting_refused(slot.result)) {
+          segment_sends_ = false;
+          refused[refusals++] = {slot.first, slot.datagrams};
+        } else {
+          send_failures_ += slot.datagrams;
+          if (first_error == 0) first_error = slot.result;
+        }
+      }
+      used = 0;
+      for (size_t r = 0; r < refusals; ++r) {
+        for (uint32_t i = refused[r].first; i < refused[r].first + refused[r].second; ++i) {
+          start_send(loop_, fd_.get(), &slots.at[used++], part[i], vectors.data(), i, 1, round);
+        }
       }
     }
   }

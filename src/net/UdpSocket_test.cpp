@@ -545,5 +545,143 @@ TEST_P(UdpSocketApi, OversizedDatagramIsAnErrorValueAndLostAloneInABatch) {
   EXPECT_EQ(o.received, (std::vector<size_t>{7, 9}));
 }
 
+// Datagram k of a batch: `size` bytes of value k + 1, so that a receiver can tell where each one
+// begins and ends.
+struct Numbered {
+  size_t size;
+  std::vector<std::byte> bytes;
+  Numbered(size_t n, size_t k) : size(n), bytes(n, static_cast<std::byte>(k + 1)) {}
+};
+
+// What a receiver got: (size, value of every byte, or -1 when they differ).
+Task<std::vector<std::pair<size_t, int>>> receive_numbered(UdpSocket& socket, size_t count) {
+  std::vector<std::pair<size_t, int>> out;
+  std::vector<std::byte> buffer(4096);
+  for (size_t i = 0; i < count; ++i) {
+    auto got = co_await socket.recv_from(buffer);
+    EXPECT_TRUE(got);
+    if (!got) break;
+    int value = got->size > 0 ? static_cast<int>(buffer[0]) : 0;
+    for (size_t j = 0; j < got->size; ++j) {
+      if (buffer[j] != buffer[0]) value = -1;
+    }
+    out.emplace_back(got->size, value);
+  }
+  co_return out;
+}
+
+// Back-to-back datagrams to one peer, each as long as the first (the last may be shorter), go
+// as one UDP_SEGMENT send, and arrive as the separate datagrams they were; other runs (another
+// peer, a longer one, too long to segment) go on their own.
+TEST_P(UdpSocketApi, RunsOfEqualDatagramsToOnePeerGoAsOneSendAndArriveApart) {
+  struct Outcome {
+    Result<size_t> sent = 0;
+    uint64_t segmented = 0, failures = 0;
+    std::vector<std::pair<size_t, int>> at_b, at_c;
+  } o;
+  run([](EventLoop& l, Outcome& out) -> Task<> {
+    const auto local = *InetAddress::parse("127.0.0.1", 0);
+    auto a = UdpSocket::bind(l, local);
+    auto b = UdpSocket::bind(l, local);
+    auto c = UdpSocket::bind(l, local);
+    if (!a || !b || !c) co_return;
+    EXPECT_TRUE((*a)->segmenting());
+    const InetAddress& to_b = (*b)->local_address();
+    const InetAddress& to_c = (*c)->local_address();
+    // b: [100 100 60] one send, c: [100], b: [100 120] (longer: apart) [100 100] one send,
+    // b: [2000 2000] (too long to segment).
+    const std::vector<std::pair<size_t, const InetAddress*>> plan = {
+        {100, &to_b}, {100, &to_b}, {60, &to_b},  {100, &to_c},  {100, &to_b},
+        {120, &to_b}, {100, &to_b}, {100, &to_b}, {2000, &to_b}, {2000, &to_b}};
+    std::vector<Numbered> payloads;
+    std::vector<OutgoingDatagram> batch;
+    for (size_t k = 0; k < plan.size(); ++k) payloads.emplace_back(plan[k].first, k);
+    for (size_t k = 0; k < plan.size(); ++k) batch.emplace_back(payloads[k].bytes, *plan[k].second);
+    out.sent = co_await (*a)->send_batch(batch);
+    out.segmented = (*a)->segmented_sends();
+    out.failures = (*a)->send_failures();
+    out.at_b = co_await receive_numbered(**b, 9);
+    out.at_c = co_await receive_numbered(**c, 1);
+    co_await (*a)->close();
+    co_await (*b)->close();
+    co_await (*c)->close();
+  }(*loop_, o));
+  ASSERT_TRUE(o.sent) << o.sent.error().message();
+  EXPECT_EQ(*o.sent, 10u);
+  EXPECT_EQ(o.segmented, 2u);  // [100 100 60] and [100 100] (after the 120)
+  EXPECT_EQ(o.failures, 0u);
+  using Got = std::vector<std::pair<size_t, int>>;
+  EXPECT_EQ(o.at_b, (Got{{100, 1},
+                         {100, 2},
+                         {60, 3},
+                         {100, 5},
+                         {120, 6},
+                         {100, 7},
+                         {100, 8},
+                         {2000, 9},
+                         {2000, 10}}));
+  EXPECT_EQ(o.at_c, (Got{{100, 4}}));
+  EXPECT_EQ(loop_->in_flight(), 0u);
+}
+
+// A path that refuses segmented sends (here: UDP checksums turned off on the sender, which GSO
+// needs) costs no datagram: the run goes again one by one, and the socket stops segmenting.
+// UdpOptions::segment_sends = false never segments.
+TEST_P(UdpSocketApi, ARefusedSegmentedSendGoesAgainOneByOne) {
+  struct Outcome {
+    Result<size_t> refused = 0, off = 0;
+    bool still_segmenting = true;
+    uint64_t segmented[2] = {1, 1}, failures[2] = {1, 1};
+    std::vector<std::pair<size_t, int>> got;
+  } o;
+  run([](EventLoop& l, Outcome& out) -> Task<> {
+    const auto local = *InetAddress::parse("127.0.0.1", 0);
+    auto a = UdpSocket::bind(l, local);
+    UdpOptions plain;
+    plain.segment_sends = false;
+    auto d = UdpSocket::bind(l, local, plain);
+    auto b = UdpSocket::bind(l, local);
+    if (!a || !b || !d) co_return;
+    const int on = 1;
+    EXPECT_EQ(::setsockopt((*a)->fd(), SOL_SOCKET, SO_NO_CHECK, &on, sizeof on), 0);
+    std::vector<Numbered> payloads;
+    for (size_t k = 0; k < 5; ++k) payloads.emplace_back(200, k);
+    std::vector<OutgoingDatagram> batch;
+    for (auto& p : payloads) batch.emplace_back(p.bytes, (*b)->local_address());
+    out.refused = co_await (*a)->send_batch(batch);
+    out.still_segmenting = (*a)->segmenting();
+    out.segmented[0] = (*a)->segmented_sends();
+    out.failures[0] = (*a)->send_failures();
+    out.off = co_await (*d)->send_batch(batch);
+    out.segmented[1] = (*d)->segmented_sends();
+    out.failures[1] = (*d)->send_failures();
+    out.got = co_await receive_numbered(**b, 10);
+    co_await (*a)->close();
+    co_await (*b)->close();
+    co_await (*d)->close();
+  }(*loop_, o));
+  ASSERT_TRUE(o.refused) << o.refused.error().message();
+  EXPECT_EQ(*o.refused, 5u);
+  EXPECT_FALSE(o.still_segmenting);
+  ASSERT_TRUE(o.off) << o.off.error().message();
+  EXPECT_EQ(*o.off, 5u);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(o.segmented[k], 0u);
+    EXPECT_EQ(o.failures[k], 0u);
+  }
+  using Got = std::vector<std::pair<size_t, int>>;
+  EXPECT_EQ(o.got, (Got{{200, 1},
+                        {200, 2},
+                        {200, 3},
+                        {200, 4},
+                        {200, 5},
+                        {200, 1},
+                        {200, 2},
+                        {200, 3},
+                        {200, 4},
+                        {200, 5}}));
+  EXPECT_EQ(loop_->in_flight(), 0u);
+}
+
 }  // namespace
 }  // namespace ucp

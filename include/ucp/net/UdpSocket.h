@@ -21,7 +21,9 @@
 // `truncated` (MSG_TRUNC), never mistaken for a whole one.
 //
 // Sending: send_batch() puts every datagram in flight at once (io_uring: one sendmsg SQE each,
-// one submission; epoll: one sendmmsg); send_to() sends one. Neither raises SIGPIPE.
+// one submission; epoll: one sendmmsg); send_to() sends one. Neither raises SIGPIPE. Datagrams
+// to one destination of one size, back to back in a batch (an echo answering a client's burst),
+// share one sendmsg as a UDP_SEGMENT (GSO) send (UdpOptions::segment_sends).
 //
 // Errors are values. An unconnected socket hears nothing of ICMP errors; a connected one
 // reports e.g. connection_refused once, on a receive, and goes on receiving after it.
@@ -62,6 +64,11 @@ struct UdpOptions {
   bool reuse_port = false;
   /// The largest datagram received whole (65,527 over IPv6, 65,507 over IPv4).
   uint32_t max_datagram_bytes = io::kMaxUdpPayload;
+  /// send_batch() sends a run of datagrams to one destination, each as long as the first (the
+  /// last may be shorter, none over 1,452 bytes), as one UDP_SEGMENT (GSO) send: one trip
+  /// through the kernel's UDP/IP output path for the run, the same datagrams on the wire. A
+  /// path that refuses it turns it off for the socket (the datagrams go again one by one).
+  bool segment_sends = true;
 };
 
 /// One datagram for send_batch(): its bytes, and where to (null: the connected peer).
@@ -135,6 +142,10 @@ class UdpSocket {
   /// into a pool block and went on); 0 without loop buffers.
   uint64_t loop_buffers_ran_out() const noexcept { return stream_ ? stream_->dry_runs() : 0; }
   uint64_t send_failures() const noexcept { return send_failures_; }
+  /// Sends send_batch() made as one UDP_SEGMENT send of several datagrams (see UdpOptions).
+  uint64_t segmented_sends() const noexcept { return segmented_sends_; }
+  /// Whether send_batch() still segments (UdpOptions::segment_sends, until a path refused).
+  bool segmenting() const noexcept { return segment_sends_; }
   int fd() const noexcept { return fd_.get(); }
   EventLoop& loop() const noexcept { return loop_; }
 
@@ -154,6 +165,8 @@ class UdpSocket {
   io::RecvMsgOp* pending_receive_ = nullptr;  // a single recvmsg in flight (no stream)
   uint64_t truncated_ = 0;                    // single-recvmsg path
   uint64_t send_failures_ = 0;
+  uint64_t segmented_sends_ = 0;
+  bool segment_sends_;
   bool closed_ = false;
 };
 
