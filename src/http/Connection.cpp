@@ -133,22 +133,76 @@ Task<> ServerCore::serve(TcpConnection& tcp) {
   std::unique_ptr<Upgrade> upgrade;
   co_await serve_http(tcp, upgrade);
   // Without an upgrade TcpServer closes the connection next, after what is queued.
-  if (upgrade) co_await serve_upgraded(tcp, std::move(upgrade));
+  if (upgrade) co_await serve_upgraded(std::move(upgrade));
 }
 
-Task<> ServerCore::serve_upgraded(TcpConnection& tcp, std::unique_ptr<Upgrade> upgrade) {
+namespace {
+
+/// The switched protocol's coroutine, or none if it could not start (logged).
+Task<> start_switched(TcpConnection& tcp, Upgrade& upgrade) noexcept {
   try {
-    co_await upgrade->handler(tcp, upgrade->received);
+    return upgrade.handler(tcp, upgrade.received);
   } catch (const std::exception& e) {
     LOG_ERROR("http {}: the handler of the switched protocol failed: {}", tcp.peer().to_string(),
               e.what());
   } catch (...) {
     LOG_ERROR("http {}: the handler of the switched protocol failed", tcp.peer().to_string());
   }
-  WorkerSlot& slot = *upgrade->slot;
-  WorkerSlot::add(slot.bytes_received, tcp.bytes_read() - upgrade->counted_read);
-  WorkerSlot::add(slot.bytes_sent, tcp.bytes_written() - upgrade->counted_written);
-  WorkerSlot::subtract(slot.connections_open, 1);
+  return {};
+}
+
+/// Awaits the switched protocol's coroutine, then logs what it threw and brings the worker's
+/// counters up to date. It frees the Upgrade record as soon as its UpgradeKeep allows, keeping
+/// only the counters' marks; the coroutine goes before the record on destruction. Everything
+/// is here rather than in serve_upgraded()'s frame, which every such connection keeps, and
+/// without exception handling in that frame.
+class Switched {
+ public:
+  explicit Switched(std::unique_ptr<Upgrade>& upgrade) noexcept
+      : tcp_(*upgrade->tcp),
+        slot_(*upgrade->slot),
+        counted_read_(upgrade->counted_read),
+        counted_written_(upgrade->counted_written),
+        upgrade_(std::move(upgrade)),
+        task_(start_switched(tcp_, *upgrade_)) {}
+  bool await_ready() const noexcept { return !task_.valid(); }
+  bool await_suspend(std::coroutine_handle<> caller) noexcept {
+    const bool suspended = task_.await_suspend(caller);  // runs it up to its first suspension
+    if (upgrade_->keep == UpgradeKeep::kUntilStarted) upgrade_.reset();
+    return suspended;
+  }
+  void await_resume() noexcept {
+    if (task_.valid()) {
+      try {
+        task_.await_resume();
+      } catch (const std::exception& e) {
+        LOG_ERROR("http {}: the handler of the switched protocol failed: {}",
+                  tcp_.peer().to_string(), e.what());
+      } catch (...) {
+        LOG_ERROR("http {}: the handler of the switched protocol failed", tcp_.peer().to_string());
+      }
+    }
+    WorkerSlot::add(slot_.bytes_received, tcp_.bytes_read() - counted_read_);
+    WorkerSlot::add(slot_.bytes_sent, tcp_.bytes_written() - counted_written_);
+    WorkerSlot::subtract(slot_.connections_open, 1);
+  }
+
+ private:
+  TcpConnection& tcp_;
+  WorkerSlot& slot_;
+  uint64_t counted_read_;
+  uint64_t counted_written_;
+  std::unique_ptr<Upgrade> upgrade_;
+  Task<> task_;
+};
+
+// The awaiter is the frame's parameter: the frame holds nothing else.
+Task<> awaited(Switched switched) { co_await switched; }
+
+}  // namespace
+
+Task<> ServerCore::serve_upgraded(std::unique_ptr<Upgrade> upgrade) {
+  return awaited(Switched(upgrade));
 }
 
 Task<> ServerCore::serve_http(TcpConnection& tcp, std::unique_ptr<Upgrade>& upgrade) {
@@ -190,6 +244,7 @@ Connection::~Connection() {
 
 std::unique_ptr<Upgrade> Connection::take_upgrade() noexcept {
   account();
+  upgrade_->tcp = &tcp_;
   upgrade_->slot = slot_;
   upgrade_->counted_read = counted_read_;
   upgrade_->counted_written = counted_written_;
@@ -404,6 +459,7 @@ Task<bool> Connection::switch_protocols(Request& request, Response& response) {
   if (!co_await send(out.view())) co_return false;
   upgrade_ = std::make_unique<Upgrade>();
   upgrade_->handler = std::move(response.upgrade_);
+  upgrade_->keep = response.upgrade_keep_;
   upgrading_ = true;
   co_return true;
 }

@@ -144,12 +144,14 @@ http::Handler upgrade(Options options, WebSocket::Handler handler) {
     Negotiated negotiated;
     if (answer_handshake(request, response, endpoint->options, negotiated)) {
       // The route keeps the options and the handler: the connection only points to them, so
-      // what it carries fits in the closure's inline room.
+      // what it carries fits in the closure's inline room, and is needed only until the
+      // WebSocket is built and the handler started (the bytes received are moved into it).
       response.switch_protocols(
           [start = ServerStart{nullptr, nullptr, &endpoint->options, &endpoint->handler,
                                negotiated}](TcpConnection& tcp, io::BufferLease& received) mutable {
             return Accepted::serve(start, tcp, received);
-          });
+          },
+          http::UpgradeKeep::kUntilStarted);
     }
     co_return;
   };
