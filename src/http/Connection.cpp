@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <utility>
 
 #include <linux/sockios.h>
@@ -127,19 +128,10 @@ void Session::release(Session* session) noexcept { session_cache().give(session)
 
 // ---- the connection coroutine ----
 
-// serve() is what an idle keep-alive connection holds beside serve_http(), so it keeps
-// nothing else in its frame: the switched protocol's handling is a coroutine of its own.
-Task<> ServerCore::serve(TcpConnection& tcp) {
-  std::unique_ptr<Upgrade> upgrade;
-  co_await serve_http(tcp, upgrade);
-  // Without an upgrade TcpServer closes the connection next, after what is queued.
-  if (upgrade) co_await serve_upgraded(std::move(upgrade));
-}
-
 namespace {
 
-/// The switched protocol's coroutine, or none if it could not start (logged).
-Task<> start_switched(TcpConnection& tcp, Upgrade& upgrade) noexcept {
+/// The switched protocol's coroutine, or none if it could not be made (logged).
+Task<> make_switched(TcpConnection& tcp, Upgrade& upgrade) noexcept {
   try {
     return upgrade.handler(tcp, upgrade.received);
   } catch (const std::exception& e) {
@@ -151,58 +143,72 @@ Task<> start_switched(TcpConnection& tcp, Upgrade& upgrade) noexcept {
   return {};
 }
 
-/// Awaits the switched protocol's coroutine, then logs what it threw and brings the worker's
-/// counters up to date. It frees the Upgrade record as soon as its UpgradeKeep allows, keeping
-/// only the counters' marks; the coroutine goes before the record on destruction. Everything
-/// is here rather than in serve_upgraded()'s frame, which every such connection keeps, and
-/// without exception handling in that frame.
-class Switched {
+}  // namespace
+
+/// The switched protocol, in serve()'s frame: its coroutine, started by the constructor (up to
+/// its first suspension) so that the Upgrade record can go at once when its UpgradeKeep allows,
+/// and then the counters' marks in a record of their own (16 bytes instead of the Upgrade's
+/// 128). serve() awaits it, then finish() logs what it threw and brings the worker's counters
+/// up to date; no exception handling in serve()'s frame.
+class ServerCore::Switched {
  public:
-  explicit Switched(std::unique_ptr<Upgrade>& upgrade) noexcept
-      : tcp_(*upgrade->tcp),
-        slot_(*upgrade->slot),
-        counted_read_(upgrade->counted_read),
-        counted_written_(upgrade->counted_written),
-        upgrade_(std::move(upgrade)),
-        task_(start_switched(tcp_, *upgrade_)) {}
-  bool await_ready() const noexcept { return !task_.valid(); }
-  bool await_suspend(std::coroutine_handle<> caller) noexcept {
-    const bool suspended = task_.await_suspend(caller);  // runs it up to its first suspension
-    if (upgrade_->keep == UpgradeKeep::kUntilStarted) upgrade_.reset();
-    return suspended;
+  Switched(TcpConnection& tcp, std::unique_ptr<Upgrade>& upgrade) noexcept {
+    Task<> task = make_switched(tcp, *upgrade);
+    handler_ = task.release();
+    if (handler_) handler_.resume();  // no continuation yet: it stops at its first suspension
+    if (upgrade->keep == UpgradeKeep::kUntilStarted) {
+      marks_.reset(new (std::nothrow) Marks{upgrade->counted_read, upgrade->counted_written});
+      if (marks_) upgrade.reset();  // else the record stays, marks and all
+    }
   }
-  void await_resume() noexcept {
-    if (task_.valid()) {
+  Switched(const Switched&) = delete;
+  Switched& operator=(const Switched&) = delete;
+  ~Switched() {
+    if (handler_) handler_.destroy();  // before the Upgrade record, which it may refer to
+  }
+  bool await_ready() const noexcept { return !handler_ || handler_.done(); }
+  void await_suspend(std::coroutine_handle<> caller) noexcept {
+    handler_.promise().continuation = caller;  // its end resumes serve()
+  }
+  void await_resume() const noexcept {}
+
+  /// `upgrade`: the record, if it was kept.
+  void finish(TcpConnection& tcp, WorkerSlot& slot, const Upgrade* upgrade) noexcept {
+    if (handler_ && handler_.promise().exception) {
       try {
-        task_.await_resume();
+        std::rethrow_exception(handler_.promise().exception);
       } catch (const std::exception& e) {
         LOG_ERROR("http {}: the handler of the switched protocol failed: {}",
-                  tcp_.peer().to_string(), e.what());
+                  tcp.peer().to_string(), e.what());
       } catch (...) {
-        LOG_ERROR("http {}: the handler of the switched protocol failed", tcp_.peer().to_string());
+        LOG_ERROR("http {}: the handler of the switched protocol failed", tcp.peer().to_string());
       }
     }
-    WorkerSlot::add(slot_.bytes_received, tcp_.bytes_read() - counted_read_);
-    WorkerSlot::add(slot_.bytes_sent, tcp_.bytes_written() - counted_written_);
-    WorkerSlot::subtract(slot_.connections_open, 1);
+    const Marks marks = marks_ ? *marks_ : Marks{upgrade->counted_read, upgrade->counted_written};
+    WorkerSlot::add(slot.bytes_received, tcp.bytes_read() - marks.counted_read);
+    WorkerSlot::add(slot.bytes_sent, tcp.bytes_written() - marks.counted_written);
+    WorkerSlot::subtract(slot.connections_open, 1);
   }
 
  private:
-  TcpConnection& tcp_;
-  WorkerSlot& slot_;
-  uint64_t counted_read_;
-  uint64_t counted_written_;
-  std::unique_ptr<Upgrade> upgrade_;
-  Task<> task_;
+  struct Marks {
+    uint64_t counted_read;
+    uint64_t counted_written;
+  };
+  Task<>::Handle handler_;
+  std::unique_ptr<Marks> marks_;
 };
 
-// The awaiter is the frame's parameter: the frame holds nothing else.
-Task<> awaited(Switched switched) { co_await switched; }
-
-}  // namespace
-
-Task<> ServerCore::serve_upgraded(std::unique_ptr<Upgrade> upgrade) {
-  return awaited(Switched(upgrade));
+// serve() is what an idle keep-alive connection holds beside serve_http(), and an upgraded
+// one beside its new protocol's coroutine, so it keeps nothing else in its frame.
+Task<> ServerCore::serve(TcpConnection& tcp) {
+  std::unique_ptr<Upgrade> upgrade;
+  co_await serve_http(tcp, upgrade);
+  // Without an upgrade TcpServer closes the connection next, after what is queued.
+  if (!upgrade) co_return;
+  Switched switched(tcp, upgrade);
+  co_await switched;
+  switched.finish(tcp, *slot_for(tcp.loop()), upgrade.get());
 }
 
 Task<> ServerCore::serve_http(TcpConnection& tcp, std::unique_ptr<Upgrade>& upgrade) {
@@ -244,8 +250,6 @@ Connection::~Connection() {
 
 std::unique_ptr<Upgrade> Connection::take_upgrade() noexcept {
   account();
-  upgrade_->tcp = &tcp_;
-  upgrade_->slot = slot_;
   upgrade_->counted_read = counted_read_;
   upgrade_->counted_written = counted_written_;
   return std::move(upgrade_);
