@@ -779,11 +779,11 @@ void keep_routes(HttpServer& server) {
                                    std::pair{"/keep/started", UpgradeKeep::kUntilStarted}}) {
     server.router().get(path, [keep](Request&, Response& res) -> Task<> {
       res.add_header("Upgrade", "report");
-      res.switch_protocols([witness = ClosureWitness()](TcpConnection& conn,
-                                                          io::BufferLease& received) {
-        return report_closure(conn, received);
-      },
-                           keep);
+      res.switch_protocols(
+          [witness = ClosureWitness()](TcpConnection& conn, io::BufferLease& received) {
+            return report_closure(conn, received);
+          },
+          keep);
       co_return;
     });
   }
@@ -791,7 +791,8 @@ void keep_routes(HttpServer& server) {
 
 TEST(HttpServer, KeepsTheSwitchHandlerAsLongAsItsUpgradeKeepSays) {
   TestServer s(keep_routes);
-  for (const auto& [path, gone] : {std::pair{"/keep/return", '0'}, std::pair{"/keep/started", '1'}}) {
+  for (const auto& [path, gone] :
+       {std::pair{"/keep/return", '0'}, std::pair{"/keep/started", '1'}}) {
     SCOPED_TRACE(path);
     switch_closure_destroyed = false;
     auto fd = connect_loopback(s.port());
