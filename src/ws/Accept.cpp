@@ -13,7 +13,8 @@ namespace ucp::ws {
 
 /// The way into WebSocket's private server entry.
 struct Accepted {
-  /// `start` is the closure's own: it lives as long as the connection.
+  /// `start` is the closure's own: it lives until run() first suspends (upgrade() asks for
+  /// UpgradeKeep::kUntilStarted), and run() reads it only before that.
   static Task<> serve(ServerStart& start, TcpConnection& tcp, io::BufferLease& received) {
     start.tcp = &tcp;
     start.received = &received;
