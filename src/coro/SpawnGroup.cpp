@@ -2,43 +2,32 @@
 
 namespace ucp {
 
-// The detached wrapper: lazy (so the group links it before its body can finish), and its
-// frame frees itself when the body ends (final_suspend does not suspend). Its promise is
-// the group's intrusive list node.
-struct SpawnGroup::Detached {
-  struct promise_type : PoolAllocated {
-    Node node;
-    SpawnGroup* group = nullptr;
+void Spawned::promise_type::unhandled_exception() const noexcept {
+  if (group->on_exception_) group->on_exception_(std::current_exception());
+}
 
-    Detached get_return_object() noexcept {
-      return Detached{std::coroutine_handle<promise_type>::from_promise(*this)};
-    }
-    std::suspend_always initial_suspend() const noexcept { return {}; }
-    std::suspend_never final_suspend() const noexcept { return {}; }
-    void return_void() const noexcept {}
-    void unhandled_exception() const noexcept {
-      if (group->on_exception_) group->on_exception_(std::current_exception());
-    }
-    ~promise_type() {
-      if (group) group->unlink(node);
-    }
-  };
-  std::coroutine_handle<promise_type> handle;
-};
+Spawned::promise_type::~promise_type() {
+  if (group) group->unlink(*this);
+}
 
-SpawnGroup::Detached SpawnGroup::run(SpawnGroup*, Task<> task) { co_await std::move(task); }
+// Lazy (so the group links it before its body can finish), and its frame frees itself when
+// the body ends.
+Spawned SpawnGroup::run(Task<> task) { co_await std::move(task); }
 
-void SpawnGroup::spawn(Task<> task) {
-  Detached detached = run(this, std::move(task));
-  auto& promise = detached.handle.promise();
-  promise.group = this;
-  promise.node.handle = detached.handle;
-  link(promise.node);
-  detached.handle.resume();
+void SpawnGroup::spawn(Task<> task) { spawn(run(std::move(task))); }
+
+void SpawnGroup::spawn(Spawned spawned) {
+  const auto handle = std::exchange(spawned.handle_, {});
+  handle.promise().group = this;
+  link(handle.promise());
+  handle.resume();
 }
 
 void SpawnGroup::destroy_all() noexcept {
-  while (head_ != nullptr) head_->handle.destroy();  // ~promise_type unlinks it
+  while (head_ != nullptr) {
+    auto& promise = static_cast<Spawned::promise_type&>(*head_);
+    std::coroutine_handle<Spawned::promise_type>::from_promise(promise).destroy();  // unlinks
+  }
 }
 
 void SpawnGroup::link(Node& node) noexcept {

@@ -113,6 +113,55 @@ Task<int> suspend_then_value(ManualEvent& event, int value) {
   co_return value;
 }
 
+Spawned spawned_waiter(ManualEvent& event, int& destroyed, bool& finished) {
+  DestructionProbe probe{destroyed};
+  co_await event;
+  finished = true;
+}
+
+TEST(Spawned, RunsAtSpawnAndFreesItsFrameWhenItEnds) {
+  int destroyed = 0;
+  bool finished = false;
+  ManualEvent event;
+  SpawnGroup group;
+  Spawned spawned = spawned_waiter(event, destroyed, finished);
+  EXPECT_FALSE(event.waiter);  // lazy
+  group.spawn(std::move(spawned));
+  EXPECT_TRUE(event.waiter);  // ran up to its first suspension
+  EXPECT_EQ(group.size(), 1u);
+  event.fire();
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(destroyed, 1);
+  EXPECT_EQ(group.size(), 0u);
+  EXPECT_EQ(MemoryPool::thread_stats().outstanding, 0);
+}
+
+TEST(Spawned, TheGroupDestroysItWhileSuspendedAndDroppingItUnspawnedFreesIt) {
+  int destroyed = 0;
+  bool finished = false;
+  ManualEvent event;
+  {
+    SpawnGroup group;
+    group.spawn(spawned_waiter(event, destroyed, finished));
+    group.spawn(spawned_waiter(event, destroyed, finished));  // beside a wrapped Task
+    group.spawn(wait_forever(event, destroyed));
+    EXPECT_EQ(group.size(), 3u);
+  }
+  EXPECT_FALSE(finished);
+  EXPECT_EQ(destroyed, 3);
+  { Spawned never_spawned = spawned_waiter(event, destroyed, finished); }
+  EXPECT_EQ(destroyed, 3);  // its body never ran
+  EXPECT_EQ(MemoryPool::thread_stats().outstanding, 0);
+}
+
+TEST(Spawned, AnExceptionGoesToTheGroupHandler) {
+  static int reported = 0;
+  SpawnGroup group([](std::exception_ptr) noexcept { ++reported; });
+  group.spawn([]() -> Spawned { co_await thrower(); }());
+  EXPECT_EQ(reported, 1);
+  EXPECT_EQ(group.size(), 0u);
+}
+
 TEST(Task, ResumesTheAwaiterWhenTheChildCompletesLater) {
   ManualEvent event;
   int out = 0;

@@ -14,6 +14,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -744,6 +745,73 @@ TEST(HttpServer, HandsTheConnectionOverAfterA101) {
   EXPECT_EQ(stats[0].connections_open, 0u);
   EXPECT_EQ(stats[0].connections_accepted, 1u);
   EXPECT_GT(stats[0].bytes_received, not_http.size() + 11);
+}
+
+/// Set when the UpgradeHandler object of a /keep route is destroyed.
+std::atomic<bool> switch_closure_destroyed{false};
+
+/// A capture that says when the handler object holding it goes.
+struct ClosureWitness {
+  bool live = true;
+  ClosureWitness() = default;
+  ClosureWitness(ClosureWitness&& other) noexcept : live(std::exchange(other.live, false)) {}
+  ClosureWitness& operator=(ClosureWitness&&) = delete;
+  ~ClosureWitness() {
+    if (live) switch_closure_destroyed = true;
+  }
+};
+
+/// Takes the bytes received (before its first suspension), echoes them, then answers every
+/// read with whether the handler object is gone ("1") or still kept ("0").
+Task<> report_closure(TcpConnection& conn, io::BufferLease& received) {
+  io::BufferLease early = std::move(received);
+  if (!early.empty() && !co_await conn.write_all(early.bytes())) co_return;
+  for (;;) {
+    auto data = co_await conn.receive();
+    if (!data || data->empty()) co_return;
+    const char* answer = switch_closure_destroyed ? "1" : "0";
+    if (!co_await conn.write_all(std::span(answer, 1))) co_return;
+  }
+}
+
+void keep_routes(HttpServer& server) {
+  for (const auto& [path, keep] : {std::pair{"/keep/return", UpgradeKeep::kUntilReturn},
+                                   std::pair{"/keep/started", UpgradeKeep::kUntilStarted}}) {
+    server.router().get(path, [keep](Request&, Response& res) -> Task<> {
+      res.add_header("Upgrade", "report");
+      res.switch_protocols(
+          [witness = ClosureWitness()](TcpConnection& conn, io::BufferLease& received) {
+            return report_closure(conn, received);
+          },
+          keep);
+      co_return;
+    });
+  }
+}
+
+TEST(HttpServer, KeepsTheSwitchHandlerAsLongAsItsUpgradeKeepSays) {
+  TestServer s(keep_routes);
+  for (const auto& [path, gone] :
+       {std::pair{"/keep/return", '0'}, std::pair{"/keep/started", '1'}}) {
+    SCOPED_TRACE(path);
+    switch_closure_destroyed = false;
+    auto fd = connect_loopback(s.port());
+    ASSERT_TRUE(fd);
+    std::string pending;
+    const std::string request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: a\r\n\r\nearly";
+    ASSERT_TRUE(send_text(fd->get(), request));
+    auto reply = read_response(fd->get(), pending, 5000);
+    ASSERT_TRUE(reply) << reply.error().message();
+    EXPECT_EQ(reply->status, 101);
+    // The bytes after the request reached the handler either way.
+    ASSERT_TRUE(test::detail::fill(fd->get(), pending, 5, test::Deadline(5000)));
+    EXPECT_EQ(pending, "early");
+    pending.clear();
+    // The handler is suspended in receive() now: its object is gone only with kUntilStarted.
+    ASSERT_TRUE(send_text(fd->get(), "?"));
+    ASSERT_TRUE(test::detail::fill(fd->get(), pending, 1, test::Deadline(5000)));
+    EXPECT_EQ(pending[0], gone);
+  }
 }
 
 TEST(HttpServer, AnswersOrdinarilyWhenTheSwitchIsOverruled) {

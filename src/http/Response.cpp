@@ -108,14 +108,16 @@ std::string_view Response::body() const noexcept {
   }
 }
 
-void Response::switch_protocols(UpgradeHandler handler) noexcept {
+void Response::switch_protocols(UpgradeHandler handler, UpgradeKeep keep) noexcept {
   status_ = 101;
   upgrade_ = std::move(handler);
+  upgrade_keep_ = keep;
 }
 
 void Response::reset() noexcept {
   status_ = 200;
   upgrade_ = {};
+  upgrade_keep_ = UpgradeKeep::kUntilReturn;
   body_kind_ = BodyKind::kNone;
   close_ = custom_date_ = custom_server_ = head_sent_ = false;
   header_count_ = 0;

@@ -87,9 +87,9 @@ struct alignas(64) WorkerSlot {
 struct Upgrade {
   UpgradeHandler handler;
   io::BufferLease received;
-  WorkerSlot* slot = nullptr;
   uint64_t counted_read = 0;  // the connection's bytes already added to the slot
   uint64_t counted_written = 0;
+  UpgradeKeep keep = UpgradeKeep::kUntilReturn;
 };
 
 struct ServerCore {
@@ -100,9 +100,10 @@ struct ServerCore {
   /// The HTTP part. Its frame (the Connection, the receive in flight) is gone once it returns,
   /// so a connection that switched protocols carries none of it.
   Task<> serve_http(TcpConnection& connection, std::unique_ptr<Upgrade>& upgrade);
-  Task<> serve_upgraded(TcpConnection& connection, std::unique_ptr<Upgrade> upgrade);
   /// The calling loop's counters (claimed on first use).
   WorkerSlot* slot_for(const EventLoop& loop) noexcept;
+  /// What serve() holds once a 101 switched the connection (Connection.cpp).
+  class Switched;
 
   HttpOptions options;
   ParserLimits limits;

@@ -151,7 +151,10 @@ OutputSegment* OutputQueue::consume(size_t bytes) noexcept {
     size_ -= n;
     if (segment->kind == SegmentKind::kChunk) copied_ -= n;
     bytes -= n;
-    if (segment->size > 0) break;
+    if (segment->size > 0) {
+      segment->partly_sent = true;
+      break;
+    }
     head_ = segment->next;
     if (head_ == nullptr) tail_ = nullptr;
     if (segment->kind == SegmentKind::kChunk) {

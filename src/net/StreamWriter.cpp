@@ -33,9 +33,15 @@ StreamWriter::~StreamWriter() {
 
 // ---- WriteAwaiter ----
 
-StreamWriter::WriteAwaiter::WriteAwaiter(StreamWriter& writer, std::span<const std::byte> data,
+static_assert(sizeof(StreamWriter::WriteAwaiter) <= 56,
+              "a WebSocket send holds one in every handler's frame: keep it small");
+
+StreamWriter::WriteAwaiter::WriteAwaiter(StreamWriter& writer, std::span<const std::byte> bytes,
                                          Mode mode) noexcept
-    : writer_(writer), data_(data), mode_(mode) {}
+    : OutputSegment{.data = bytes.data(), .size = bytes.size()},
+      mode_(mode),
+      writer_(writer),
+      error_() {}
 
 bool StreamWriter::WriteAwaiter::await_ready() noexcept {
   StreamWriter& w = writer_;
@@ -51,10 +57,10 @@ bool StreamWriter::WriteAwaiter::await_ready() noexcept {
     error_ = make_error_code(std::errc::broken_pipe);
     return true;
   }
-  if (data_.empty()) return true;
+  if (size == 0) return true;
   if (mode_ == Mode::kBuffered && !w.full_ &&
-      w.queue_.size() + data_.size() <= w.limits_.max_output_bytes) {
-    w.queue_.append_copy(data_);
+      w.queue_.size() + size <= w.limits_.max_output_bytes) {
+    w.queue_.append_copy({data, size});
     w.request_send();
     return true;
   }
@@ -63,15 +69,13 @@ bool StreamWriter::WriteAwaiter::await_ready() noexcept {
 
 void StreamWriter::WriteAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
   StreamWriter& w = writer_;
-  caller_ = caller;
-  segment_.writer = this;
-  segment_.data = data_.data();
-  segment_.size = data_.size();
+  ::new (&caller_) std::coroutine_handle<>(caller);  // error_ is empty: its room is free
   // A write() that does not fit waits like write_all() but may be copied, and so resumed,
   // as soon as the queue has drained to half; until then every write() waits behind it.
-  segment_.kind = mode_ == Mode::kBuffered ? SegmentKind::kAdoptable : SegmentKind::kBorrowed;
+  kind = mode_ == Mode::kBuffered ? SegmentKind::kAdoptable : SegmentKind::kBorrowed;
+  partly_sent = false;
   if (mode_ == Mode::kBuffered) w.full_ = true;
-  w.queue_.append_borrowed(segment_);
+  w.queue_.append_borrowed(*this);
   queued_ = true;
   w.request_send();
 }
@@ -187,25 +191,28 @@ void StreamWriter::drop_queue() noexcept {
   wake_flush_waiter();
 }
 
+void StreamWriter::WriteAwaiter::finish(std::error_code error) noexcept {
+  const std::coroutine_handle<> caller = caller_;
+  ::new (&error_) std::error_code(error);  // caller_'s room: read above
+  queued_ = false;
+  cancel_requested_ = false;
+  writer_.loop().schedule(caller);
+}
+
 void StreamWriter::finish_writer(OutputSegment& segment, std::error_code error) noexcept {
-  WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(segment).writer;
-  writer.error_ = error;
-  writer.queued_ = false;
-  writer.cancel_requested_ = false;
-  loop().schedule(writer.caller_);
+  WriteAwaiter::of(segment).finish(error);
 }
 
 void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
   if (!writer.queued_ || writer.cancel_requested_) return;  // not waiting (any more)
-  const bool untouched = writer.segment_.data == writer.data_.data();
-  if (!untouched) {
+  if (writer.partly_sent) {
     // Part of it is sent: the stream cannot lose the rest quietly.
     fail(make_error_code(std::errc::operation_canceled));
     return;
   }
   const OutputSegment* in_flight_until = send_.in_flight() ? in_flight_last_ : nullptr;
-  if (queue_.remove(writer.segment_, in_flight_until)) {
-    finish_writer(writer.segment_, make_error_code(std::errc::operation_canceled));
+  if (queue_.remove(writer, in_flight_until)) {
+    writer.finish(make_error_code(std::errc::operation_canceled));
     if (queue_.empty()) loop().cancel_timer(deadline());
     return;
   }
@@ -220,10 +227,10 @@ void StreamWriter::settle_cancels() noexcept {
   for (OutputSegment* segment = queue_.first(); segment != nullptr;) {
     OutputSegment* following = segment->next;
     if (segment->kind != SegmentKind::kChunk) {
-      WriteAwaiter& writer = *static_cast<WriteAwaiter::Segment&>(*segment).writer;
+      WriteAwaiter& writer = WriteAwaiter::of(*segment);
       if (writer.cancel_requested_) {
         writer.cancel_requested_ = false;
-        if (writer.segment_.data != writer.data_.data()) {  // partly sent meanwhile
+        if (writer.partly_sent) {  // partly sent meanwhile
           fail(make_error_code(std::errc::operation_canceled));
           return;
         }

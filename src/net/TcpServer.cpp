@@ -394,7 +394,7 @@ void TcpServer::log_handler_failure(const TcpConnection& connection, const char*
   LOG_ERROR("connection {}: handler failed: {}", connection.peer().to_string(), what);
 }
 
-Task<> TcpServer::serve(Worker& worker, UniqueFd fd, InetAddress peer) {
+Spawned TcpServer::serve(Worker& worker, UniqueFd fd, InetAddress peer) {
   prepare_accepted(fd.get(), peer);
   TcpConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
                            output_limits_);

@@ -13,7 +13,8 @@ namespace ucp::ws {
 
 /// The way into WebSocket's private server entry.
 struct Accepted {
-  /// `start` is the closure's own: it lives as long as the connection.
+  /// `start` is the closure's own: it lives until run() first suspends (upgrade() asks for
+  /// UpgradeKeep::kUntilStarted), and run() reads it only before that.
   static Task<> serve(ServerStart& start, TcpConnection& tcp, io::BufferLease& received) {
     start.tcp = &tcp;
     start.received = &received;
@@ -144,12 +145,14 @@ http::Handler upgrade(Options options, WebSocket::Handler handler) {
     Negotiated negotiated;
     if (answer_handshake(request, response, endpoint->options, negotiated)) {
       // The route keeps the options and the handler: the connection only points to them, so
-      // what it carries fits in the closure's inline room.
+      // what it carries fits in the closure's inline room, and is needed only until the
+      // WebSocket is built and the handler started (the bytes received are moved into it).
       response.switch_protocols(
           [start = ServerStart{nullptr, nullptr, &endpoint->options, &endpoint->handler,
                                negotiated}](TcpConnection& tcp, io::BufferLease& received) mutable {
             return Accepted::serve(start, tcp, received);
-          });
+          },
+          http::UpgradeKeep::kUntilStarted);
     }
     co_return;
   };

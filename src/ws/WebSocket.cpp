@@ -298,11 +298,11 @@ class WebSocket::Park {
 
 bool WebSocket::ReceiveAwaiter::await_ready() noexcept {
   if (ws_.receiver_) {
-    early_ = make_error_code(Errc::kBusy);
+    early_ = Early::kBusy;
     return true;
   }
   if (ws_.state_ == State::kClosed) {
-    early_ = ws_.terminal_;
+    early_ = Early::kTerminal;
     return true;
   }
   return false;
@@ -318,7 +318,7 @@ std::coroutine_handle<> WebSocket::ReceiveAwaiter::await_suspend(
       runner = run(&ws_, nullptr).release();
     } catch (const std::bad_alloc&) {
       ws_.receiver_ = {};
-      early_ = make_error_code(std::errc::not_enough_memory);
+      early_ = Early::kNoMemory;
       return caller;
     }
     ws_.extras_->runner = runner;
@@ -328,7 +328,16 @@ std::coroutine_handle<> WebSocket::ReceiveAwaiter::await_suspend(
 }
 
 Result<Message> WebSocket::ReceiveAwaiter::await_resume() noexcept {
-  if (early_) return Unexpected{early_};
+  switch (early_) {
+    case Early::kNone:
+      break;
+    case Early::kBusy:
+      return Unexpected{make_error_code(Errc::kBusy)};
+    case Early::kTerminal:
+      return Unexpected{ws_.terminal_};
+    case Early::kNoMemory:
+      return Unexpected{make_error_code(std::errc::not_enough_memory)};
+  }
   switch (std::exchange(ws_.delivery_, Delivery::kMessage)) {
     case Delivery::kTerminal:
       return Unexpected{ws_.terminal_};
@@ -638,105 +647,96 @@ Task<Result<void>> WebSocket::finish() {
 // ---- send ----
 
 WebSocket::SendAwaiter::~SendAwaiter() {
-  if (path_ == Path::kBorrowed) borrowed().~WriteAwaiter();
+  if (path_ == Path::kSlow) slow_.~Task();
+  if (path_ == Path::kBorrowed) borrowed_.~WriteAwaiter();
+}
+
+bool WebSocket::SendAwaiter::done(std::error_code error) noexcept {
+  path_ = Path::kDone;
+  ::new (&error_) std::error_code(error);  // data_'s room: no longer read
+  return true;
 }
 
 bool WebSocket::SendAwaiter::await_ready() noexcept {
   WebSocket& ws = ws_;
+  const std::span<const std::byte> data = data_;
   if (ws.state_ != State::kOpen) {
-    error_ = ws.state_ == State::kClosed ? ws.terminal_ : make_error_code(Errc::kClosed);
-    return true;
+    return done(ws.state_ == State::kClosed ? ws.terminal_ : make_error_code(Errc::kClosed));
   }
   // The common case on a server: an unmasked, uncompressed frame that fits the queue now.
   const bool may_compress = ws.extras_ && ws.extras_->deflate &&
                             ws.extras_->deflate->deflater.usable() &&
-                            data_.size() >= ws.extras_->deflate->min_message_bytes;
-  if (ws.sending_ || may_compress) {
-    path_ = Path::kSlow;
-    return false;
-  }
+                            data.size() >= ws.extras_->deflate->min_message_bytes;
+  if (ws.sending_ || may_compress) return false;  // the slow path
   if (ws.role_ == Role::kClient) {
     // A small frame is masked on the stack and copied into the queue whole; a large one takes
     // the slow path, which masks it through a scratch block.
-    if (data_.size() > kCopyLimit) {
-      path_ = Path::kSlow;
-      return false;
-    }
+    if (data.size() > kCopyLimit) return false;
     std::byte frame[kMaxFrameHeaderBytes + kCopyLimit];
     std::byte key[4];
     random_mask(key);
     const size_t n = encode_frame_header(frame, static_cast<Opcode>(opcode_of(kind_)), true, false,
-                                         data_.size(), key);
-    if (!data_.empty()) std::memcpy(frame + n, data_.data(), data_.size());
+                                         data.size(), key);
+    if (!data.empty()) std::memcpy(frame + n, data.data(), data.size());
     uint32_t phase = 0;
-    apply_mask(std::span<std::byte>(frame + n, data_.size()), key, phase);
-    auto whole = ws.tcp_.write(std::span<const std::byte>(frame, n + data_.size()));
-    if (!whole.await_ready()) {  // the queue is full: wait in line
-      path_ = Path::kSlow;
-      return false;
-    }
-    error_ = whole.await_resume().error();
-    return true;
+    apply_mask(std::span<std::byte>(frame + n, data.size()), key, phase);
+    auto whole = ws.tcp_.write(std::span<const std::byte>(frame, n + data.size()));
+    if (!whole.await_ready()) return false;  // the queue is full: wait in line
+    return done(whole.await_resume().error());
   }
   std::byte header[kMaxFrameHeaderBytes];
   const size_t n = encode_frame_header(header, static_cast<Opcode>(opcode_of(kind_)), true, false,
-                                       data_.size(), nullptr);
+                                       data.size(), nullptr);
   {
     auto head = ws.tcp_.write(std::span<const std::byte>(header, n));
-    if (!head.await_ready()) {  // the queue is full: wait in line
-      path_ = Path::kSlow;
-      return false;
-    }
-    if (auto queued = head.await_resume(); !queued) {
-      error_ = queued.error();
-      return true;
-    }
+    if (!head.await_ready()) return false;  // the queue is full: wait in line
+    if (auto queued = head.await_resume(); !queued) return done(queued.error());
   }
-  if (data_.size() <= kCopyLimit) {
-    auto body = ws.tcp_.write(data_);
+  if (data.size() <= kCopyLimit) {
+    auto body = ws.tcp_.write(data);
     if (!body.await_ready()) {
       // The header is queued: the payload must follow it before any other frame.
       ws.sending_ = true;
       header_out_ = true;
-      path_ = Path::kSlow;
       return false;
     }
-    error_ = body.await_resume().error();
-    return true;
+    return done(body.await_resume().error());
   }
   // Large: sent from the caller's memory, behind the header (queued in this same step, so no
   // other frame can come between them).
-  ::new (storage_) TcpConnection::WriteAwaiter(ws.tcp_.write_all(data_));
+  ::new (&borrowed_) TcpConnection::WriteAwaiter(ws.tcp_.write_all(data));
   path_ = Path::kBorrowed;
-  return borrowed().await_ready();
+  return borrowed_.await_ready();
 }
 
 bool WebSocket::SendAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
   if (path_ == Path::kBorrowed) {
-    borrowed().await_suspend(caller);
+    borrowed_.await_suspend(caller);
     return true;
   }
+  const std::span<const std::byte> data = data_;
   try {
-    slow_ = ws_.send_slow(kind_, data_, header_out_);
+    ::new (&slow_) Task<Result<void>>(ws_.send_slow(kind_, data, header_out_));
   } catch (const std::bad_alloc&) {
     if (header_out_) FrameLock::unlock(ws_);
-    path_ = Path::kDone;
-    error_ = make_error_code(std::errc::not_enough_memory);
-    return false;
+    return !done(make_error_code(std::errc::not_enough_memory));
   }
+  path_ = Path::kSlow;
   return slow_.await_suspend(caller);  // false: it completed at once
 }
 
 Result<void> WebSocket::SendAwaiter::await_resume() noexcept {
   switch (path_) {
     case Path::kBorrowed:
-      return borrowed().await_resume();
+      return borrowed_.await_resume();
     case Path::kSlow:
       return slow_.await_resume();
     case Path::kDone:
+      if (error_) return Unexpected{error_};
+      break;
+    case Path::kPending:
       break;
   }
-  if (error_) return Unexpected{error_};
   return {};
 }
 

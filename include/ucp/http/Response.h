@@ -55,8 +55,17 @@ class Connection;
 /// connection's loop, reads and writes it for the rest of its life, and the server closes the
 /// connection when it returns. `received` holds the bytes that followed the request in the
 /// same read (usually none: a client waits for the 101); take them (move) or drop them. It
-/// stays valid until the handler returns.
+/// stays valid until the handler returns (until its first suspension with
+/// UpgradeKeep::kUntilStarted).
 using UpgradeHandler = UniqueFunction<Task<>(TcpConnection& connection, io::BufferLease& received)>;
+
+/// How long the server keeps the UpgradeHandler object (its captures) and `received`.
+enum class UpgradeKeep : uint8_t {
+  kUntilReturn,   // until the handler's coroutine returns: it may refer to them throughout
+  kUntilStarted,  // until it first suspends (or returns): it has taken what it needs from them
+                  // (or points to what outlives the connection), and an idle connection then
+                  // holds neither
+};
 
 class Response {
  public:
@@ -115,8 +124,10 @@ class Response {
   /// "Connection: Upgrade", stops reading requests, and runs `handler` on the connection. Add
   /// the Upgrade header and what the new protocol needs. Should the status be changed from
   /// 101 afterwards (a middleware's own answer), the response is an ordinary one and
-  /// `handler` is dropped; a 101 without a handler is answered as a 500.
-  void switch_protocols(UpgradeHandler handler) noexcept;
+  /// `handler` is dropped; a 101 without a handler is answered as a 500. `keep` says how long
+  /// the server keeps `handler` (the object) and `received` once the handler runs.
+  void switch_protocols(UpgradeHandler handler,
+                        UpgradeKeep keep = UpgradeKeep::kUntilReturn) noexcept;
   bool switching_protocols() const noexcept { return static_cast<bool>(upgrade_); }
 
   /// Back to a fresh 200 with no headers and no body (the server reuses one per request).
@@ -134,6 +145,7 @@ class Response {
   bool custom_date_ = false;
   bool custom_server_ = false;
   bool head_sent_ = false;
+  UpgradeKeep upgrade_keep_ = UpgradeKeep::kUntilReturn;
   uint32_t header_count_ = 0;
   size_t arena_used_ = 0;
   std::string_view borrowed_;

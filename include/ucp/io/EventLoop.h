@@ -124,6 +124,8 @@ class EventLoop {
   void post(UniqueFunction<void()> task);
   /// Loop thread. Starts `task` now; the loop owns it until it finishes.
   void spawn(Task<> task) { spawned_.spawn(std::move(task)); }
+  /// Loop thread. The same for a Spawned coroutine (no wrapper frame).
+  void spawn(Spawned spawned) { spawned_.spawn(std::move(spawned)); }
   /// Loop thread. Resumes `handle` in this iteration (after the completions are delivered).
   void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
 

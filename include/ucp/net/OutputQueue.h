@@ -43,6 +43,7 @@ struct OutputSegment {
   const std::byte* data = nullptr;  // first unsent byte
   size_t size = 0;                  // unsent bytes
   SegmentKind kind = SegmentKind::kBorrowed;
+  bool partly_sent = false;  // consume() took some of its bytes, not all
 };
 
 class OutputQueue {

@@ -65,10 +65,10 @@ class StreamWriter : private io::PreSubmitHook, private io::TimerNode {
 
   /// One write() or write_all(). `data` stays the caller's until the awaiter resumes: a
   /// suspended writer's bytes are queued as a span into its memory.
-  class WriteAwaiter {
+  class WriteAwaiter : private OutputSegment {
    public:
     enum class Mode : uint8_t { kAll, kBuffered };
-    WriteAwaiter(StreamWriter& writer, std::span<const std::byte> data, Mode mode) noexcept;
+    WriteAwaiter(StreamWriter& writer, std::span<const std::byte> bytes, Mode mode) noexcept;
     WriteAwaiter(const WriteAwaiter&) = delete;
     WriteAwaiter& operator=(const WriteAwaiter&) = delete;
     /// write() copies here when the queue has room, and errors complete here.
@@ -84,17 +84,22 @@ class StreamWriter : private io::PreSubmitHook, private io::TimerNode {
 
    private:
     friend class StreamWriter;
-    struct Segment : OutputSegment {
-      WriteAwaiter* writer = nullptr;
-    };
-    StreamWriter& writer_;
-    std::span<const std::byte> data_;
-    Segment segment_;
-    std::coroutine_handle<> caller_;
-    std::error_code error_;
+    // Awaiters live in coroutine frames (a WebSocket's send holds one), so this one is kept
+    // small: the bytes are the queue's segment from the start (its base, which leads back
+    // here by a cast and whose tail padding holds the flags), and the caller waiting and the
+    // outcome share their room, since the outcome is known only once the caller is resumed.
+    static WriteAwaiter& of(OutputSegment& segment) noexcept {
+      return static_cast<WriteAwaiter&>(segment);
+    }
+    void finish(std::error_code error) noexcept;
     Mode mode_;
     bool queued_ = false;            // suspended with its segment in the queue
     bool cancel_requested_ = false;  // cancel() while the send in flight covered it
+    StreamWriter& writer_;
+    union {
+      std::coroutine_handle<> caller_;  // while queued_
+      std::error_code error_;           // before suspending, and once resumed
+    };
   };
 
   WriteAwaiter write_all(std::span<const std::byte> data) noexcept {

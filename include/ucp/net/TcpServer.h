@@ -153,8 +153,10 @@ class TcpServer {
   void on_accepted(Acceptor& acceptor, io::Accepted accepted);
   bool admit(Acceptor& acceptor);
   Task<> close_acceptor(Acceptor& acceptor);
-  // The peer is asked for lazily (a multishot accept returns no address): AF_UNSPEC until then.
-  Task<> serve(Worker& worker, UniqueFd fd, InetAddress peer);
+  /// One connection, spawned on its worker's loop: a Spawned, not a Task, so that no wrapper
+  /// frame is kept beside this one. The peer is asked for lazily (a multishot accept returns
+  /// no address): AF_UNSPEC until then.
+  Spawned serve(Worker& worker, UniqueFd fd, InetAddress peer);
   void prepare_accepted(int fd, InetAddress& peer) const;
   static void log_handler_failure(const TcpConnection& connection, const char* what);
   Task<> shutdown_sequence();

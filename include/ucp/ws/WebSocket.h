@@ -140,15 +140,21 @@ class WebSocket : private io::TimerNode {
     void cancel() noexcept { ws_.cancel_receive(); }
 
    private:
+    /// Refused without suspending, and why (kTerminal: the WebSocket's terminal error).
+    enum class Early : uint8_t { kNone, kBusy, kTerminal, kNoMemory };
     WebSocket& ws_;
-    std::error_code early_;  // refused without suspending (closed, busy)
+    Early early_ = Early::kNone;
   };
 
-  /// Awaiter of send(): nothing to wait for while the frame fits the output queue.
+  /// Awaiter of send(): nothing to wait for while the frame fits the output queue. It lives in
+  /// the sending coroutine's frame (every idle connection's handler holds one), so the ways a
+  /// send can go share their room: the payload until the way is chosen, then the outcome
+  /// (done at once), the payload's write_all() (sent from the caller's memory) or the
+  /// coroutine of a frame that has to wait its turn, be masked or be compressed.
   class SendAwaiter {
    public:
     SendAwaiter(WebSocket& ws, MessageKind kind, std::span<const std::byte> data) noexcept
-        : ws_(ws), data_(data), kind_(kind) {}
+        : ws_(ws), kind_(kind), data_(data) {}
     SendAwaiter(const SendAwaiter&) = delete;
     SendAwaiter& operator=(const SendAwaiter&) = delete;
     ~SendAwaiter();
@@ -157,19 +163,23 @@ class WebSocket : private io::TimerNode {
     Result<void> await_resume() noexcept;
 
    private:
-    enum class Path : uint8_t { kDone, kBorrowed, kSlow };
-    TcpConnection::WriteAwaiter& borrowed() noexcept {
-      return *std::launder(reinterpret_cast<TcpConnection::WriteAwaiter*>(storage_));
-    }
+    enum class Path : uint8_t {
+      kPending,   // data_: not yet sent (await_suspend takes the slow way)
+      kDone,      // error_: the outcome
+      kBorrowed,  // borrowed_
+      kSlow,      // slow_
+    };
+    bool done(std::error_code error) noexcept;
     WebSocket& ws_;
-    std::span<const std::byte> data_;
-    std::error_code error_;
-    Task<Result<void>> slow_;  // a frame that has to wait its turn, or be masked or compressed
     MessageKind kind_;
-    Path path_ = Path::kDone;
+    Path path_ = Path::kPending;
     bool header_out_ = false;  // the slow path starts after a header that is already queued
-    // The payload's write_all() when it is sent from the caller's memory.
-    alignas(TcpConnection::WriteAwaiter) std::byte storage_[sizeof(TcpConnection::WriteAwaiter)];
+    union {
+      std::span<const std::byte> data_;
+      std::error_code error_;
+      TcpConnection::WriteAwaiter borrowed_;
+      Task<Result<void>> slow_;
+    };
   };
 
  private:
