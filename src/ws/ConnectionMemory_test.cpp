@@ -177,6 +177,28 @@ TEST(ConnectionMemory, IdleEchoConnectionStaysWithinItsBudget) {
   EXPECT_LE(per_connection, kEchoBudget);
 }
 
+// GET /pool answers with the worker's pool bytes in use (the HTTP and WebSocket cases' probe).
+void add_pool_route(http::Router& router) {
+  router.get("/pool", [](http::Request&, http::Response& res) -> Task<> {
+    res.body_buffer() = std::to_string(MemoryPool::thread_stats().bytes_in_use);
+    co_return;
+  });
+}
+
+// The body of a 200 answer to GET `path` on a keep-alive connection ("" otherwise, a failure).
+std::string get_body(int fd, std::string_view path, std::string& pending) {
+  const std::string request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: a\r\n\r\n";
+  if (!test::send_text(fd, request)) return {};
+  auto reply = test::read_response(fd, pending, 10000);
+  EXPECT_TRUE(reply && reply->status == 200)
+      << path << ": " << (reply ? reply->head : reply.error().message());
+  return reply && reply->status == 200 ? reply->body : std::string();
+}
+
+size_t pool_bytes(int probe, std::string& pending) {
+  return parse_size(get_body(probe, "/pool", pending));
+}
+
 TEST(ConnectionMemory, IdleHttpKeepAliveConnectionStaysWithinItsBudget) {
   if (sanitized()) GTEST_SKIP() << "release builds only: sanitizers enlarge coroutine frames";
   UCP_SKIP_UNLESS_BACKEND_USABLE(test::backend_under_test());
@@ -188,36 +210,26 @@ TEST(ConnectionMemory, IdleHttpKeepAliveConnectionStaysWithinItsBudget) {
     res.set_body("Hello, World!");
     co_return;
   });
-  server.router().get("/pool", [](http::Request&, http::Response& res) -> Task<> {
-    res.body_buffer() = std::to_string(MemoryPool::thread_stats().bytes_in_use);
-    co_return;
-  });
+  add_pool_route(server.router());
   ASSERT_EQ(test::error_text(server.start()), "");
   const Running running(server);
   const uint16_t port = server.local_address().port();
 
-  auto ask = [](int fd, std::string_view path, std::string& pending) -> std::string {
-    const std::string request = "GET " + std::string(path) + " HTTP/1.1\r\nHost: a\r\n\r\n";
-    if (!test::send_text(fd, request)) return {};
-    auto reply = test::read_response(fd, pending, 10000);
-    EXPECT_TRUE(reply && reply->status == 200)
-        << path << ": " << (reply ? reply->head : reply.error().message());
-    return reply && reply->status == 200 ? reply->body : std::string();
-  };
   auto probe = test::connect_loopback(port);
   ASSERT_TRUE(probe);
   std::string probe_pending;
-  const size_t before = parse_size(ask(probe->get(), "/pool", probe_pending));
+  const size_t before = pool_bytes(probe->get(), probe_pending);
   ASSERT_GT(before, 0u);
   std::vector<UniqueFd> idle;
   for (size_t i = 0; i < count; ++i) {
     auto connection = test::connect_loopback(port);
     ASSERT_TRUE(connection) << "connection " << i;
     std::string pending;
-    ASSERT_EQ(ask(connection->get(), "/hello", pending), "Hello, World!") << "connection " << i;
+    ASSERT_EQ(get_body(connection->get(), "/hello", pending), "Hello, World!")
+        << "connection " << i;
     idle.push_back(std::move(*connection));
   }
-  const size_t after = parse_size(ask(probe->get(), "/pool", probe_pending));
+  const size_t after = pool_bytes(probe->get(), probe_pending);
   ASSERT_GT(after, 0u);
   const size_t per_connection = (after - std::min(after, before)) / count;
   std::printf("idle HTTP keep-alive connection: %zu pool bytes (%zu connections)\n", per_connection,
@@ -234,10 +246,7 @@ TEST(ConnectionMemory, IdleWebSocketConnectionStaysWithinItsBudget) {
   ASSERT_GE(count, 200u) << "cannot raise the fd limit for the connections";
 
   http::HttpServer server(one_worker(), loop_under_test(), http::HttpOptions{});
-  server.router().get("/pool", [](http::Request&, http::Response& res) -> Task<> {
-    res.body_buffer() = std::to_string(MemoryPool::thread_stats().bytes_in_use);
-    co_return;
-  });
+  add_pool_route(server.router());
   server.router().get("/ws", ws::upgrade({}, [](ws::WebSocket& socket) -> Task<> {
                         while (auto message = co_await socket.receive()) {
                           if (!co_await socket.send(message->kind, message->data)) break;
@@ -247,11 +256,6 @@ TEST(ConnectionMemory, IdleWebSocketConnectionStaysWithinItsBudget) {
   const Running running(server);
   const uint16_t port = server.local_address().port();
 
-  auto pool_bytes = [](int fd, std::string& pending) -> size_t {
-    if (!test::send_text(fd, "GET /pool HTTP/1.1\r\nHost: a\r\n\r\n")) return 0;
-    auto reply = test::read_response(fd, pending, 10000);
-    return reply && reply->status == 200 ? parse_size(reply->body) : 0;
-  };
   auto probe = test::connect_loopback(port);
   ASSERT_TRUE(probe);
   std::string probe_pending;
