@@ -146,6 +146,27 @@ size_t echo_probe(int probe) {
   return parse_size(reply);
 }
 
+// Opens `count` connections with `open_idle(i)` (connection i: its round trip made, kept open;
+// it may fail with ASSERT_*), reads the worker's pool bytes in use through `read_pool(probe)` on
+// a connection opened before them, and expects the growth per connection within `budget`.
+template <class ReadPool, class OpenIdle>
+void expect_idle_within(uint16_t port, size_t count, size_t budget, const char* what,
+                        ReadPool read_pool, OpenIdle open_idle) {
+  auto probe = test::connect_loopback(port);
+  ASSERT_TRUE(probe);
+  const size_t before = read_pool(probe->get());
+  ASSERT_GT(before, 0u);
+  for (size_t i = 0; i < count; ++i) {
+    open_idle(i);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  const size_t after = read_pool(probe->get());
+  ASSERT_GT(after, 0u);
+  const size_t per_connection = (after - std::min(after, before)) / count;
+  std::printf("idle %s: %zu pool bytes (%zu connections)\n", what, per_connection, count);
+  EXPECT_LE(per_connection, budget);
+}
+
 TEST(ConnectionMemory, IdleEchoConnectionStaysWithinItsBudget) {
   if (sanitized()) GTEST_SKIP() << "release builds only: sanitizers enlarge coroutine frames";
   UCP_SKIP_UNLESS_BACKEND_USABLE(test::backend_under_test());
@@ -157,24 +178,15 @@ TEST(ConnectionMemory, IdleEchoConnectionStaysWithinItsBudget) {
   const Running running(server);
   const uint16_t port = server.local_address().port();
 
-  auto probe = test::connect_loopback(port);
-  ASSERT_TRUE(probe);
-  const size_t before = echo_probe(probe->get());
-  ASSERT_GT(before, 0u);
   std::vector<UniqueFd> idle;
   const std::string message(64, 'x');
   std::string scratch(message.size(), '\0');
-  for (size_t i = 0; i < count; ++i) {
+  expect_idle_within(port, count, kEchoBudget, "echo connection", echo_probe, [&](size_t i) {
     auto connection = test::connect_loopback(port);
     ASSERT_TRUE(connection) << "connection " << i;
     ASSERT_TRUE(test::echo_round_trip(connection->get(), message, scratch)) << "connection " << i;
     idle.push_back(std::move(*connection));
-  }
-  const size_t after = echo_probe(probe->get());
-  ASSERT_GT(after, 0u);
-  const size_t per_connection = (after - std::min(after, before)) / count;
-  std::printf("idle echo connection: %zu pool bytes (%zu connections)\n", per_connection, count);
-  EXPECT_LE(per_connection, kEchoBudget);
+  });
 }
 
 // GET /pool answers with the worker's pool bytes in use (the HTTP and WebSocket cases' probe).
@@ -215,26 +227,18 @@ TEST(ConnectionMemory, IdleHttpKeepAliveConnectionStaysWithinItsBudget) {
   const Running running(server);
   const uint16_t port = server.local_address().port();
 
-  auto probe = test::connect_loopback(port);
-  ASSERT_TRUE(probe);
   std::string probe_pending;
-  const size_t before = pool_bytes(probe->get(), probe_pending);
-  ASSERT_GT(before, 0u);
+  const auto read_pool = [&probe_pending](int probe) { return pool_bytes(probe, probe_pending); };
   std::vector<UniqueFd> idle;
-  for (size_t i = 0; i < count; ++i) {
-    auto connection = test::connect_loopback(port);
-    ASSERT_TRUE(connection) << "connection " << i;
-    std::string pending;
-    ASSERT_EQ(get_body(connection->get(), "/hello", pending), "Hello, World!")
-        << "connection " << i;
-    idle.push_back(std::move(*connection));
-  }
-  const size_t after = pool_bytes(probe->get(), probe_pending);
-  ASSERT_GT(after, 0u);
-  const size_t per_connection = (after - std::min(after, before)) / count;
-  std::printf("idle HTTP keep-alive connection: %zu pool bytes (%zu connections)\n", per_connection,
-              count);
-  EXPECT_LE(per_connection, kHttpBudget);
+  expect_idle_within(port, count, kHttpBudget, "HTTP keep-alive connection", read_pool,
+                     [&](size_t i) {
+                       auto connection = test::connect_loopback(port);
+                       ASSERT_TRUE(connection) << "connection " << i;
+                       std::string pending;
+                       ASSERT_EQ(get_body(connection->get(), "/hello", pending), "Hello, World!")
+                           << "connection " << i;
+                       idle.push_back(std::move(*connection));
+                     });
 }
 
 // The WebSocket echo of proactor_test and bin/http_server; the probe is an HTTP keep-alive
@@ -256,28 +260,20 @@ TEST(ConnectionMemory, IdleWebSocketConnectionStaysWithinItsBudget) {
   const Running running(server);
   const uint16_t port = server.local_address().port();
 
-  auto probe = test::connect_loopback(port);
-  ASSERT_TRUE(probe);
   std::string probe_pending;
-  const size_t before = pool_bytes(probe->get(), probe_pending);
-  ASSERT_GT(before, 0u);
+  const auto read_pool = [&probe_pending](int probe) { return pool_bytes(probe, probe_pending); };
   std::vector<test::WsRawClient> idle;
   const std::string message(64, 'w');
-  for (size_t i = 0; i < count; ++i) {
-    auto client = test::WsRawClient::open(port, "/ws");
-    ASSERT_TRUE(client) << "connection " << i << ": " << client.error().message();
-    ASSERT_TRUE(client->send(test::ws_frame(0x82, message))) << "connection " << i;
-    auto echo = client->read_frame();
-    ASSERT_TRUE(echo) << "connection " << i << ": " << echo.error().message();
-    ASSERT_EQ(echo->payload, message) << "connection " << i;
-    idle.push_back(std::move(*client));
-  }
-  const size_t after = pool_bytes(probe->get(), probe_pending);
-  ASSERT_GT(after, 0u);
-  const size_t per_connection = (after - std::min(after, before)) / count;
-  std::printf("idle WebSocket connection: %zu pool bytes (%zu connections)\n", per_connection,
-              count);
-  EXPECT_LE(per_connection, kWebSocketBudget);
+  expect_idle_within(
+      port, count, kWebSocketBudget, "WebSocket connection", read_pool, [&](size_t i) {
+        auto client = test::WsRawClient::open(port, "/ws");
+        ASSERT_TRUE(client) << "connection " << i << ": " << client.error().message();
+        ASSERT_TRUE(client->send(test::ws_frame(0x82, message))) << "connection " << i;
+        auto echo = client->read_frame();
+        ASSERT_TRUE(echo) << "connection " << i << ": " << echo.error().message();
+        ASSERT_EQ(echo->payload, message) << "connection " << i;
+        idle.push_back(std::move(*client));
+      });
 }
 
 }  // namespace
