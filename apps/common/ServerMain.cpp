@@ -123,7 +123,7 @@ ServerOptions ServerMain::server_options() const {
   options.max_output_bytes = c.max_output_bytes;
   options.write_timeout_ms = c.write_timeout_ms;
   // The server takes the inherited socket over; asking twice would hand it out twice.
-  if (!inherited_.empty()) options.listen_fd = inherited_.front().get();
+  if (!inherited_.empty()) options.listen_fds = {inherited_.front().get()};
   return options;
 }
 
