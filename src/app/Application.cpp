@@ -256,7 +256,8 @@ int Application::run_service(Service& service, std::string_view what, bool adopt
     Logger::shutdown();
     return 1;
   };
-  LOG_INFO("{} (UCP {}) starting, config {}", program_, UCP_VERSION_STRING, config_->source());
+  LOG_INFO("{} (UCP {}) starting, {}", program_, UCP_VERSION_STRING,
+           config_path_.empty() ? std::string("no config file") : "config " + config_path_);
   const auto machine = MachineLimits::current();
   const StartupMemory memory =
       startup_memory(settings_.server, loop_options(), settings_.log, machine);
