@@ -18,6 +18,7 @@
 
 namespace ucp::app {
 
+/// Fills one Config (owned by the caller) on the calling thread; used once per load.
 class ConfigParser {
  public:
   /// Problems go to `problems`, one line each.

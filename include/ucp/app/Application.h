@@ -60,6 +60,8 @@
 
 namespace ucp::app {
 
+/// The runtime of one server program: owns the schema, the loaded configuration, the signal
+/// fd and the takeover state. One per process, on the main thread (see above).
 class Application {
  public:
   /// Called on SIGHUP with the configuration read again (valid by the schema). Apply what can

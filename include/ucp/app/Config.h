@@ -79,6 +79,8 @@ struct ConfigError {
   std::string message(std::string_view separator = "\n") const;
 };
 
+/// The values of one configuration: a plain value, copied freely; it points into the schema
+/// that loaded it, which must outlive it. Build on one thread, then read from any.
 class Config {
  public:
   /// The largest config file `load` reads: a config is a few KiB; anything larger is a wrong

@@ -23,6 +23,8 @@ class TcpServer;
 
 namespace ucp::app {
 
+/// A server Application::serve runs: owned by the program, which keeps it alive until serve()
+/// returns. Thread contract as above.
 class Service {
  public:
   virtual ~Service() = default;
