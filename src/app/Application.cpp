@@ -178,7 +178,7 @@ std::optional<int> Application::setup(int argc, char** argv) {
   }
   config_.emplace(std::move(*loaded));
   if (check_only_) {
-    std::printf("%s: ok\n", config_->source().c_str());
+    std::printf("%s: ok\n", config_path_.empty() ? "defaults and --set" : config_path_.c_str());
     return 0;
   }
   settings_ = server_settings(*config_);
@@ -322,7 +322,10 @@ int Application::run_service(Service& service, std::string_view what, bool adopt
     };
     service.main_loop().spawn(rt.listener->serve(std::move(handover)));
   }
-  LOG_INFO("listening on {}{}", service.listening(), rt.adopted_from);
+  // A LoopService says where it listens itself, if it listens at all.
+  if (const std::string where = service.listening(); !where.empty()) {
+    LOG_INFO("listening on {}{}", where, rt.adopted_from);
+  }
   service.run();
   rt.listener.reset();  // removes the path, unless a successor took it
   LOG_INFO("stopped cleanly");
