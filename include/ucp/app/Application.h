@@ -121,8 +121,9 @@ class Application {
   /// The same for an HTTP server: the stats line counts its responses, a takeover drains it
   /// with Connection: close.
   int serve(http::HttpServer& server, std::string_view what = "http");
-  /// The same for another kind of server. Inherited sockets need listening_fds(): otherwise a
-  /// socket passed by a service manager or a takeover is refused (exit 2).
+  /// The same for another kind of server (a LoopService, your own Service). Such a service
+  /// binds its own sockets: one passed by a service manager, or taken over, is refused (exit
+  /// 2). It can still hand its sockets to a successor (Service::listening_fds).
   int serve(Service& service, std::string_view what);
 
   /// For a configuration error found after setup (a check only this program makes): prints
