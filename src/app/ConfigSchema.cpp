@@ -505,7 +505,7 @@ std::string ConfigSchema::describe() const {
       line.resize(std::max<size_t>(line.size() + 2, 36), ' ');
       out +=
           line + "(" + key.type_text() + (key.is_reloadable() ? "; SIGHUP applies it" : "") + ")\n";
-      if (!key.help().empty()) out += wrapped(key.help(), "      ", 96);
+      if (!key.help().empty()) out += wrapped(key.help(), "      ", 88);
     }
   }
   return out;
