@@ -335,7 +335,8 @@ TEST_P(BenchClientRate, AStallCountsForEveryRequestScheduledDuringIt) {
   // would show one slow request per connection: kConns.
   const double over_100ms = r.number("100000");
   EXPECT_GE(over_100ms, kRate * 0.1 * 0.75) << r.output;
-  EXPECT_LE(over_100ms, kRate * 0.1 * 1.5 + kConns) << r.output;
+  EXPECT_LE(over_100ms, kRate * 0.1 * 2 + kConns)
+      << r.output;  // room for one hiccup of the machine
   EXPECT_GT(over_100ms, 5 * kConns) << r.output;
   EXPECT_GE(r.number("10000"), kRate * 0.19 * 0.75) << r.output;
   EXPECT_GE(r.number("max_us"), 190'000.0) << r.output;
