@@ -14,7 +14,8 @@ deps:
 	@scripts/install-deps.sh core
 
 # What the tests use besides the build: curl (HTTP clients in the integration tests), clang
-# and its runtime libraries (libFuzzer), haproxy (deploy/haproxy.cfg in Balancer_test), Boost
+# and its runtime libraries (libFuzzer), haproxy (deploy/haproxy.cfg in Balancer_test), promtool
+# (Debian's prometheus package: Registry_test checks the metrics exposition with it), Boost
 # (the Beast WebSocket client) and Node's ws (npm, into build/npm) for the WebSocket interop tests.
 test-deps:
 	@scripts/install-deps.sh core test interop
