@@ -420,6 +420,7 @@ Result<TlsSession::HandshakeStep> TlsSession::handshake(std::span<const std::byt
   const size_t consumed = end_input();
   if (result == 1) {
     state_ = State::kEstablished;
+    SSL_free_buffers(ssl_);  // no-op while a record is pending
     return HandshakeStep{consumed, true};
   }
   if (ssl_error == SSL_ERROR_WANT_READ) return HandshakeStep{consumed, false};
@@ -452,7 +453,11 @@ Result<TlsSession::ReadStep> TlsSession::read(std::span<const std::byte> ciphert
     if (produced == 0) return Unexpected{failure_};
     return ReadStep{consumed, produced, peer_closed_};
   }
-  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
+  if (ssl_error == SSL_ERROR_WANT_READ) {
+    // Out of input. SSL_MODE_RELEASE_BUFFERS misses a case (a TLS 1.3 client that has read
+    // the server's tickets keeps a 16 KiB read buffer): drop whatever holds no partial record.
+    SSL_free_buffers(ssl_);
+  } else if (ssl_error == SSL_ERROR_ZERO_RETURN) {
     peer_closed_ = true;
     consumed = ciphertext.size();
     ERR_clear_error();

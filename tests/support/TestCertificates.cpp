@@ -13,7 +13,9 @@
 #include <openssl/x509v3.h>
 
 #ifdef UCP_SANITIZER_BUILD
-#include <sanitizer/allocator_interface.h>
+// <sanitizer/allocator_interface.h> ships with clang, not with GCC 12; ASan and TSan
+// runtimes of both define it.
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
 namespace ucp::test {
