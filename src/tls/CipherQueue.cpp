@@ -14,17 +14,17 @@ struct CipherQueue::Block {
   std::byte data[kBlockBytes];
 };
 
-// Emptied blocks of one thread, for the next flush on it.
+// Emptied blocks of one thread, for the next flush on it. Trivially destructible, so a queue
+// destroyed late in the thread's exit (a static session) still finds it; `closed` then says
+// to free blocks at once.
 struct CipherQueue::BlockCache {
-  std::array<Block*, kCachedBlocksPerThread> blocks{};
-  size_t count = 0;
-  ~BlockCache() {
-    for (size_t i = 0; i < count; ++i) std::allocator<Block>().deallocate(blocks[i], 1);
-  }
+  std::array<Block*, kCachedBlocksPerThread> blocks;
+  size_t count;
+  bool closed;
 };
 
 CipherQueue::BlockCache& CipherQueue::thread_cache() noexcept {
-  thread_local BlockCache cache;
+  thread_local constinit BlockCache cache{};
   return cache;
 }
 
@@ -39,7 +39,18 @@ CipherQueue::Block* CipherQueue::new_block() {
 
 void CipherQueue::release_block(Block* block) noexcept {
   auto& cache = thread_cache();
-  if (cache.count < cache.blocks.size()) {
+  if (!cache.closed && cache.count < cache.blocks.size()) {
+    // Registered with the first cached block: frees the cache when the thread ends.
+    thread_local struct Closer {
+      ~Closer() {
+        auto& ending = thread_cache();
+        for (size_t i = 0; i < ending.count; ++i) {
+          std::allocator<Block>().deallocate(ending.blocks[i], 1);
+        }
+        ending.count = 0;
+        ending.closed = true;
+      }
+    } closer;
     cache.blocks[cache.count++] = block;
   } else {
     std::allocator<Block>().deallocate(block, 1);

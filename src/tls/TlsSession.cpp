@@ -124,14 +124,6 @@ namespace {
 
 constexpr size_t kRecordBytes = 16384;  // TLS's largest plaintext record
 
-// Small writes are gathered here so that they share records: per thread, since a write
-// returns only once OpenSSL has sealed everything (the BIO never blocks).
-std::byte* staging_buffer() {
-  thread_local std::unique_ptr<std::byte[]> buffer;
-  if (!buffer) buffer = std::make_unique_for_overwrite<std::byte[]>(kRecordBytes);
-  return buffer.get();
-}
-
 bool is_ip_literal(const std::string& name) {
   unsigned char address[16];
   return inet_pton(AF_INET, name.c_str(), address) == 1 ||
@@ -492,8 +484,10 @@ Result<size_t> TlsSession::write(std::span<const iovec> plaintext) {
     return seal(static_cast<const std::byte*>(plaintext[0].iov_base), plaintext[0].iov_len);
   }
   // Several: whole records straight from a buffer when nothing is staged, the rest gathered
-  // into the staging buffer, sealed each time it holds a full record and once at the end.
-  std::byte* stage = staging_buffer();
+  // into a staging buffer, sealed each time it holds a full record and once at the end. On
+  // the stack: the call returns only once OpenSSL has sealed everything (the BIO never
+  // blocks), and a loop thread's stack has room for one record.
+  std::byte stage[kRecordBytes];
   size_t staged = 0;
   for (const iovec& buffer : plaintext) {
     auto* data = static_cast<const std::byte*>(buffer.iov_base);

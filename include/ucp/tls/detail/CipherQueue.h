@@ -8,7 +8,8 @@
 //
 // A block holds kBlockBytes (a full TLS record and then some); emptied blocks go back at
 // once, to a small per-thread cache that the next flush on that thread takes them from, so
-// an idle session holds no block and a busy thread does not call malloc per flush.
+// an idle session holds no block and a busy thread does not call malloc per flush (the cache
+// is freed when the thread ends).
 //
 // Thread contract: one thread at a time (the session's).
 
