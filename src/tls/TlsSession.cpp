@@ -97,8 +97,8 @@ struct SessionBio {
   }
 
   // OpenSSL answers a renegotiation attempt with a no_renegotiation warning and carries on;
-  // UCP ends the session instead (read() reports it), since only a broken or hostile peer
-  // asks after refusing it is known to fail.
+  // UCP ends the session instead (read() reports it): a peer that asks although UCP never
+  // renegotiates is broken or hostile.
   static void on_info(const SSL* ssl, int where, int value) {
     if ((where & SSL_CB_WRITE_ALERT) == 0 || (value & 0xff) != SSL_AD_NO_RENEGOTIATION) return;
     auto* self = static_cast<TlsSession*>(SSL_get_app_data(ssl));
@@ -294,7 +294,7 @@ TlsSession::TlsSession(TlsSession&& other) noexcept
 
 TlsSession& TlsSession::operator=(TlsSession&& other) noexcept {
   if (this != &other) {
-    if (ssl_ != nullptr) SSL_free(ssl_);
+    free_ssl();
     ssl_ = std::exchange(other.ssl_, nullptr);
     client_ = std::move(other.client_);
     kept_ = std::move(other.kept_);
@@ -313,7 +313,9 @@ TlsSession& TlsSession::operator=(TlsSession&& other) noexcept {
   return *this;
 }
 
-TlsSession::~TlsSession() {
+TlsSession::~TlsSession() { free_ssl(); }
+
+void TlsSession::free_ssl() noexcept {
   if (ssl_ == nullptr) return;
   // OpenSSL forgets (marks not resumable) the session of an SSL freed before it sent
   // close_notify, which TLS 1.0 required. Since TLS 1.1 only a failed session must be

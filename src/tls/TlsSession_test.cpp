@@ -645,6 +645,23 @@ TEST_P(Established, ASmallBufferLeavesRecordsUnconsumedForTheCallerOrKeep) {
   EXPECT_FALSE(l().client.has_buffered_input());
 }
 
+TEST_P(Established, AKeyUpdateIsAnsweredAndDataFlowsOn) {
+  if (GetParam() != TlsVersion::k1_3) GTEST_SKIP() << "KeyUpdate is TLS 1.3";
+  // The client asks the server to update its keys too; OpenSSL sends the server's answer
+  // before its next record (RFC 8446 allows the wait).
+  ASSERT_EQ(SSL_key_update(l().client.native_handle(), SSL_KEY_UPDATE_REQUESTED), 1);
+  ASSERT_FALSE(l().send(l().client, "after the update"));
+  EXPECT_EQ(l().receive(l().server).text, "after the update");
+  EXPECT_EQ(SSL_get_key_update_type(l().server.native_handle()), SSL_KEY_UPDATE_NOT_REQUESTED)
+      << "the server's own KeyUpdate is due";
+  ASSERT_FALSE(l().send(l().server, "answered"));
+  EXPECT_EQ(SSL_get_key_update_type(l().server.native_handle()), SSL_KEY_UPDATE_NONE)
+      << "and went out with its write";
+  EXPECT_EQ(l().receive(l().client).text, "answered");
+  ASSERT_FALSE(l().send(l().client, "and again"));
+  EXPECT_EQ(l().receive(l().server).text, "and again");
+}
+
 TEST_P(Established, HandshakeAfterItIsDoneConsumesNothing) {
   auto step = l().server.handshake(test::as_bytes("data"));
   ASSERT_TRUE(step);

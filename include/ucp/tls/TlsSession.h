@@ -161,6 +161,7 @@ class TlsSession {
   explicit TlsSession(ssl_st* ssl, bool server) noexcept;
   Result<void> attach();  // the BIO and the back-pointers to this object
   void rebind() noexcept;
+  void free_ssl() noexcept;
   // The input OpenSSL reads during one call: the kept bytes, then `ciphertext`.
   void begin_input(std::span<const std::byte> ciphertext) noexcept;
   size_t end_input() noexcept;  // bytes taken from the call's span
