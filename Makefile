@@ -55,7 +55,7 @@ test-tsan: deps
 # The libFuzzer harnesses (clang, ASan+UBSan): a short run in make test, a long one in make fuzz.
 fuzz-build: test-deps
 	@cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUCP_SANITIZE=address -DUCP_FUZZ=ON -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build/fuzz -j $(JOBS) --target http_request_fuzz ws_frame_fuzz
+	@cmake --build build/fuzz -j $(JOBS) --target http_request_fuzz ws_frame_fuzz tls_server_fuzz
 
 test-fuzz: fuzz-build
 	scripts/fuzz.sh 25
