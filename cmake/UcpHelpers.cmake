@@ -132,7 +132,7 @@ function(ucp_install)
   # ucp.pc: -l flags in link order (a layer before the layers it uses), and a prefix found
   # relative to the .pc file, so an installed tree can be moved (or installed with --prefix).
   # Static libraries (the default): what they use goes into Requires and Libs, so that the
-  # plain `pkg-config --libs ucp` links; shared ones keep liburing and zlib private.
+  # plain `pkg-config --libs ucp` links; shared ones keep liburing, zlib and OpenSSL private.
   set(libs "")
   foreach(target IN LISTS layers)
     get_target_property(type ${target} TYPE)
@@ -141,11 +141,12 @@ function(ucp_install)
     endif()
   endforeach()
   string(STRIP "${libs} -pthread" UCP_PC_LIBS)
+  set(private_requires "liburing >= 2.3, zlib, libssl >= 3, libcrypto >= 3")
   if(BUILD_SHARED_LIBS)
     set(UCP_PC_REQUIRES "fmt")
-    set(UCP_PC_REQUIRES_PRIVATE "Requires.private: liburing >= 2.3, zlib")
+    set(UCP_PC_REQUIRES_PRIVATE "Requires.private: ${private_requires}")
   else()
-    set(UCP_PC_REQUIRES "fmt, liburing >= 2.3, zlib")
+    set(UCP_PC_REQUIRES "fmt, ${private_requires}")
     set(UCP_PC_REQUIRES_PRIVATE "")
   endif()
   if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")

@@ -14,10 +14,10 @@ set -euo pipefail
 
 packages_for() {
   case "$1" in
-    build) echo "cmake g++ make pkg-config liburing-dev libfmt-dev node-llhttp zlib1g-dev" ;;
-    core) echo "$(packages_for build) python3 libgtest-dev libgmock-dev" ;;
-    runtime) echo "liburing2 libfmt9 zlib1g" ;;
-    test) echo "curl clang libclang-rt-14-dev haproxy wrk" ;;
+    build) echo "cmake g++ make pkg-config liburing-dev libfmt-dev node-llhttp zlib1g-dev libssl-dev" ;;
+    core) echo "$(packages_for build) python3 libgtest-dev libgmock-dev openssl" ;;
+    runtime) echo "liburing2 libfmt9 zlib1g libssl3" ;;
+    test) echo "curl clang libclang-rt-14-dev haproxy prometheus wrk" ;;  # prometheus: promtool
     interop) echo "libboost-dev" ;;  # + nodejs, npm and ws below
     bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3 fio bc" ;;
     memcheck) echo "valgrind" ;;
