@@ -6,7 +6,7 @@ CONFIG ?= config/ucp.conf
 FUZZ_SECONDS ?= 600
 WERROR ?= ON
 
-.PHONY: all deps test-deps build run run-http test test-release test-asan test-tsan fuzz-build test-fuzz fuzz bench memcheck soak format format-check clean
+.PHONY: all deps test-deps configure build run run-http test test-release test-asan test-tsan fuzz-build test-fuzz fuzz bench memcheck soak format format-check clean
 
 all: build
 
@@ -20,15 +20,20 @@ deps:
 test-deps:
 	@scripts/install-deps.sh core test interop
 
-build: deps
+configure: deps
 	@cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
 	@cmake --build build/release -j $(JOBS)
 
-run: build
+# Builds what it runs and nothing else (no test, no tool, no example).
+run: configure
+	@cmake --build build/release -j $(JOBS) --target proactor_test
 	bin/proactor_test $(CONFIG)
 
 # bin/http_server on port 8888, serving www/ (created with a small index.html if absent).
-run-http: build
+run-http: configure
+	@cmake --build build/release -j $(JOBS) --target http_server
 	@mkdir -p www
 	@[ -e www/index.html ] || printf '<!doctype html>\n<title>UCP</title>\n<h1>It works</h1>\n<p>Served by bin/http_server from www/.</p>\n' >www/index.html
 	bin/http_server $(CONFIG)

@@ -131,6 +131,8 @@ function(ucp_install)
 
   # ucp.pc: -l flags in link order (a layer before the layers it uses), and a prefix found
   # relative to the .pc file, so an installed tree can be moved (or installed with --prefix).
+  # Static libraries (the default): what they use goes into Requires and Libs, so that the
+  # plain `pkg-config --libs ucp` links; shared ones keep liburing, zlib and OpenSSL private.
   set(libs "")
   foreach(target IN LISTS layers)
     get_target_property(type ${target} TYPE)
@@ -138,7 +140,16 @@ function(ucp_install)
       set(libs "-l${target} ${libs}")
     endif()
   endforeach()
-  string(STRIP "${libs}" UCP_PC_LIBS)
+  string(STRIP "${libs}" libs)
+  set(UCP_PC_LIBS "${libs} -pthread")
+  set(private_requires "liburing >= 2.3, zlib, libssl >= 3, libcrypto >= 3")
+  if(BUILD_SHARED_LIBS)
+    set(UCP_PC_REQUIRES "fmt")
+    set(UCP_PC_REQUIRES_PRIVATE "Requires.private: ${private_requires}")
+  else()
+    set(UCP_PC_REQUIRES "fmt, ${private_requires}")
+    set(UCP_PC_REQUIRES_PRIVATE "")
+  endif()
   if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
     set(UCP_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
   else()
@@ -154,7 +165,20 @@ function(ucp_install)
                 ${PROJECT_SOURCE_DIR}/CHANGELOG.md
           DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT development)
 
+  # Every program of bin/: the servers (component server, what deploy/Dockerfile installs),
+  # their config file as an example beside the docs, and the clients (component tools).
+  foreach(program proactor_test http_server)
+    if(TARGET ${program})
+      install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
+    endif()
+  endforeach()
   if(TARGET proactor_test)
-    install(TARGETS proactor_test RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
+    install(FILES ${PROJECT_SOURCE_DIR}/config/ucp.conf DESTINATION ${CMAKE_INSTALL_DOCDIR}
+            COMPONENT server)
   endif()
+  foreach(program test_client bench_client ws_bench_client)
+    if(TARGET ${program})
+      install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
+    endif()
+  endforeach()
 endfunction()

@@ -1,19 +1,15 @@
-// The smallest UCP server: an echo service on 127.0.0.1:9000 with two worker loops.
-// Build: part of the normal build (bin/example_echo_server). Try: bin/test_client normal --port
-// 9000
+// The smallest UCP server: an echo service, by default on 127.0.0.1:9000 with two worker loops.
+// The runtime (ucp/app/Application.h) gives it a config file, --set, --help, signals (Ctrl-C
+// stops it gracefully), the "listening on" line and the exit codes. Try:
 //
-//   bin/example_echo_server               multishot receive into each loop's provided ring
-//   bin/example_echo_server --registered  one READ_FIXED per read into registered buffers,
-//                                         echoed back with WRITE_FIXED
-//   bin/example_echo_server --version     the UCP version it was built with
+//   bin/example_echo_server                      then: bin/test_client normal --port 9000
+//   bin/example_echo_server --set server.port=0  any free port (the log line names it)
+//   bin/example_echo_server --set event_loop.multishot_recv=false
+//     --set event_loop.registered_buffers_count=256   READ_FIXED into registered buffers
+//   bin/example_echo_server --help               every key, its type and default
 
-#include <csignal>
-#include <cstdio>
-#include <string_view>
-#include <thread>
-
+#include "ucp/app/Application.h"
 #include "ucp/net/TcpServer.h"
-#include "ucp/version.h"
 
 namespace {
 
@@ -30,41 +26,11 @@ ucp::Task<> echo(ucp::TcpConnection& conn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string_view(argv[1]) == "--version") {
-    std::printf("example_echo_server (UCP) %s\n", UCP_VERSION_STRING);
-    return 0;
-  }
-  bool registered = argc > 1 && std::string_view(argv[1]) == "--registered";
-  std::signal(SIGPIPE, SIG_IGN);
-  // Ctrl-C stops the server gracefully: the signal is taken by a waiting thread (stop() may
-  // be called from any thread, but not from a signal handler).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  ucp::ServerOptions options;
-  options.ip = "127.0.0.1";
-  options.port = 9000;
-  options.thread_num = 2;
-  options.read_timeout_ms = 30000;
-  ucp::LoopOptions loop_options;
-  if (registered) {
-    loop_options.registered_buffers_count = 256;  // x 4096 B per worker ring
-  } else {
-    loop_options.provided_buffers_count = 1024;  // x 4096 B, shared by a loop's connections
-  }
-  ucp::TcpServer server(options, loop_options, echo);
-  if (auto started = server.start(); !started) {
-    std::fprintf(stderr, "%s\n", started.error().message.c_str());
-    return 1;
-  }
-  std::thread signal_waiter([&server, stop_signals] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    server.stop();
-  });
-  std::printf("echo server on %s\n", server.local_address().to_string().c_str());
-  server.run();
-  signal_waiter.join();
+  ucp::app::Application app("example_echo_server");
+  // This program's defaults; a config file or --set still wins.
+  app.schema().set_defaults({"server.ip=127.0.0.1", "server.port=9000", "server.thread_num=2",
+                             "server.read_timeout_ms=30s", "log.file="});
+  if (auto exit_code = app.setup(argc, argv)) return *exit_code;
+  ucp::TcpServer server(app.server_options(), app.loop_options(), echo);
+  return app.serve(server, "echo");
 }

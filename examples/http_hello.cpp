@@ -1,40 +1,35 @@
 // An HTTP/1.1 service in a few lines: routes with parameters, a middleware, a streamed
-// response. Build: part of the normal build (bin/example_http_hello). Try:
+// response, and a key of its own in the config ([hello] greeting). The runtime
+// (ucp/app/Application.h) gives it --set, --help, signals and the exit codes. Try:
+//   bin/example_http_hello --set hello.greeting=Bonjour
 //   curl http://127.0.0.1:9080/hello/world
 //   curl -X POST --data-binary @README.md http://127.0.0.1:9080/count
 //   curl http://127.0.0.1:9080/countdown
 // Ctrl-C stops it gracefully.
 
-#include <csignal>
-#include <cstdio>
 #include <string>
-#include <thread>
 
+#include "ucp/app/Application.h"
 #include "ucp/http/HttpServer.h"
 
 using ucp::Task;
 using ucp::http::Request;
 using ucp::http::Response;
 
-int main() {
-  std::signal(SIGPIPE, SIG_IGN);
-  sigset_t stop_signals;  // taken by a waiting thread: stop() is not for signal handlers
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+int main(int argc, char** argv) {
+  ucp::app::Application app("example_http_hello");
+  app.schema()
+      .section("hello", "what GET /hello/{name} says")
+      .text("greeting", "Hello", "the word before the name");
+  app.schema().set_defaults(
+      {"server.ip=127.0.0.1", "server.port=9080", "server.thread_num=2", "log.file="});
+  if (auto exit_code = app.setup(argc, argv)) return *exit_code;
+  const std::string greeting = app.config().get<std::string>("hello.greeting");
 
-  ucp::ServerOptions options;
-  options.ip = "127.0.0.1";
-  options.port = 9080;
-  options.thread_num = 2;
-  ucp::LoopOptions loop;
-  loop.provided_buffers_count = 1024;  // multishot receive into each loop's buffer ring
-  ucp::http::HttpServer server(options, loop, ucp::http::HttpOptions{});
-
-  server.router().get("/hello/{name}", [](Request& req, Response& res) -> Task<> {
+  ucp::http::HttpServer server(app.server_options(), app.loop_options(), app.http_options());
+  server.router().get("/hello/{name}", [&](Request& req, Response& res) -> Task<> {
     res.set_content_type("text/plain");
-    res.body_buffer() = "Hello, " + std::string(req.param("name")) + "!\n";
+    res.body_buffer() = greeting + ", " + std::string(req.param("name")) + "!\n";
     co_return;
   });
   server.router().post("/count", [](Request& req, Response& res) -> Task<> {
@@ -51,17 +46,5 @@ int main() {
     co_await next();  // the handler (or 404/405) runs here
     res.add_header("X-Served-By", "ucp");
   });
-
-  if (auto started = server.start(); !started) {
-    std::fprintf(stderr, "%s\n", started.error().message.c_str());
-    return 1;
-  }
-  std::thread signal_waiter([&server, stop_signals] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    server.stop();
-  });
-  std::printf("http_hello on %s\n", server.local_address().to_string().c_str());
-  server.run();
-  signal_waiter.join();
+  return app.serve(server);
 }

@@ -1,32 +1,34 @@
 // A UDP echo server on one loop: every datagram goes back to its sender. Datagrams arrive in
 // batches lent from the loop's receive buffers (sized here to hold the largest datagram) and
-// go back from those same buffers, a batch per submission.
-// Usage: bin/example_udp_echo [PORT]   (default 9000; try: echo hi | nc -u -w1 127.0.0.1 9000)
+// go back from those same buffers, a batch per submission. It runs as a LoopService on the
+// runtime (ucp/app/LoopService.h): Ctrl-C stops it, --set and --help work.
+// Usage: bin/example_udp_echo [--set server.port=9000]   (try: echo hi | nc -u -w1 127.0.0.1 9000)
 
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 
+#include "ucp/app/Application.h"
+#include "ucp/app/LoopService.h"
+#include "ucp/log/Logger.h"
 #include "ucp/net/UdpSocket.h"
 
 namespace {
 
-ucp::Task<> serve(ucp::EventLoop& loop, uint16_t port) {
+ucp::Task<> serve(ucp::EventLoop& loop, ucp::InetAddress address) {
   ucp::UdpOptions options;
   options.receive_buffer_bytes = 4 << 20;  // datagrams that may wait while we are busy
-  auto socket = ucp::UdpSocket::bind(loop, *ucp::InetAddress::parse("0.0.0.0", port), options);
+  auto socket = ucp::UdpSocket::bind(loop, address, options);
   if (!socket) {
-    std::printf("bind: %s\n", socket.error().message().c_str());
-    co_return;
+    LOG_ERROR("bind {}: {}", address.to_string(), socket.error().message());
+    co_return;  // the program ends
   }
-  std::printf("echoing UDP on %s (%s)\n", (*socket)->local_address().to_string().c_str(),
-              (*socket)->multishot() ? "batched receives" : "one recvmsg at a time");
+  LOG_INFO("listening on {} (udp, {})", (*socket)->local_address().to_string(),
+           (*socket)->multishot() ? "batched receives" : "one recvmsg at a time");
   std::array<ucp::io::ReceivedDatagram, 64> batch;
   std::array<ucp::OutgoingDatagram, 64> replies;
   for (;;) {
     auto n = co_await (*socket)->receive_batch(batch);  // waits for at least one
     if (!n) {
-      if (n.error() == std::errc::operation_canceled) break;
+      if (n.error() == std::errc::operation_canceled) break;  // a stop signal
       continue;  // one datagram's error; the socket goes on
     }
     for (size_t i = 0; i < *n; ++i) {
@@ -41,19 +43,14 @@ ucp::Task<> serve(ucp::EventLoop& loop, uint16_t port) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto port = static_cast<uint16_t>(argc > 1 ? std::atoi(argv[1]) : 9000);
-  ucp::LoopOptions options;
-  options.provided_buffers_count = 256;
-  options.provided_buffer_size = 69632;  // a whole datagram (65,527 bytes) and its header
-  auto loop = ucp::EventLoop::create(options);
-  if (!loop) {
-    std::fprintf(stderr, "%s\n",
-                 ucp::EventLoop::describe_setup_error(loop.error(), options).c_str());
-    return 1;
-  }
-  (*loop)->spawn([](ucp::EventLoop& l, uint16_t p) -> ucp::Task<> {
-    co_await serve(l, p);
-    l.stop();
-  }(**loop, port));
-  (*loop)->run();
+  ucp::app::Application app("example_udp_echo");
+  // A receive buffer holds a whole datagram (65,527 bytes) and its header.
+  app.schema().set_defaults({"server.port=9000", "event_loop.provided_buffers_count=256",
+                             "event_loop.provided_buffer_size=69632", "log.file="});
+  if (auto exit_code = app.setup(argc, argv)) return *exit_code;
+  const ucp::ServerOptions where = app.server_options();
+  const auto address = *ucp::InetAddress::parse(where.ip, where.port);  // server.ip is checked
+  ucp::app::LoopService service(app.loop_options(),
+                                [address](ucp::EventLoop& loop) { return serve(loop, address); });
+  return app.serve(service, "udp_echo");
 }

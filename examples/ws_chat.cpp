@@ -4,16 +4,15 @@
 // loops, as examples/channel_across_loops.cpp does). Build: bin/example_ws_chat. Try, in two
 // terminals:   node -e "const W=require('ws');const w=new W('ws://127.0.0.1:9081/chat/lobby');
 //   w.on('message',m=>console.log(String(m)));process.stdin.on('data',d=>w.send(String(d)))"
-// Ctrl-C stops it gracefully (members get 1001 Going Away).
+// Ctrl-C stops it gracefully (members get 1001 Going Away); signals, --set and --help are the
+// runtime's (ucp/app/Application.h).
 
-#include <csignal>
-#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "ucp/app/Application.h"
 #include "ucp/http/HttpServer.h"
 #include "ucp/ws/Accept.h"
 #include "ucp/ws/WebSocket.h"
@@ -41,21 +40,14 @@ Task<> chat(WebSocket& ws, Room& room) {
   std::erase(room, me);
 }  // returning closes the connection (1000) once the close handshake is done
 
-int main() {
-  std::signal(SIGPIPE, SIG_IGN);
-  sigset_t stop_signals;  // taken by a waiting thread: stop() is not for signal handlers
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
-  ucp::ServerOptions options;
-  options.ip = "127.0.0.1";
-  options.port = 9081;
-  options.thread_num = 1;  // one loop: the rooms below are touched by it alone
-  ucp::LoopOptions loop;
-  loop.provided_buffers_count = 1024;
-  ucp::http::HttpServer server(options, loop, ucp::http::HttpOptions{});
+int main(int argc, char** argv) {
+  ucp::app::Application app("example_ws_chat");
+  // One loop: the rooms below are touched by it alone, whatever a config file says.
+  app.schema().set_defaults({"server.ip=127.0.0.1", "server.port=9081", "log.file="});
+  if (auto exit_code = app.setup(argc, argv)) return *exit_code;
+  ucp::ServerOptions options = app.server_options();
+  options.thread_num = 1;
+  ucp::http::HttpServer server(options, app.loop_options(), app.http_options());
   std::map<std::string, Room> rooms;
   ucp::ws::Options ws_options;
   ws_options.ping_interval_ms = 30000;  // keep-alive: drop members that vanished
@@ -65,17 +57,5 @@ int main() {
         ucp::ws::accept(req, res, ws_options, [&room](WebSocket& ws) { return chat(ws, room); });
         co_return;
       });
-
-  if (auto started = server.start(); !started) {
-    std::fprintf(stderr, "ws_chat: %s\n", started.error().message.c_str());
-    return 1;
-  }
-  std::thread waiter([&] {
-    int signal = 0;
-    sigwait(&stop_signals, &signal);
-    server.stop();
-  });
-  std::printf("chat rooms on ws://127.0.0.1:9081/chat/{room}\n");
-  server.run();
-  waiter.join();
+  return app.serve(server, "ws_chat");
 }

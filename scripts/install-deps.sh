@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, and nothing when they are all present.
-# Usage: scripts/install-deps.sh GROUP...   (groups: core test interop bench memcheck format)
+# Usage: scripts/install-deps.sh GROUP...
+#   build     what compiling the library and the binaries needs (deploy/Dockerfile's build stage)
+#   core      build + what configuring the whole tree needs (GoogleTest, python3): every make target
+#   runtime   the shared libraries the binaries load (deploy/Dockerfile's runtime stage; Debian 12
+#             names, checked against the built binaries by tests/packaging/check-dockerfile.py)
+#   test interop bench memcheck format: the other make targets
 # Never touches apt when every package of the requested groups is installed already.
 # interop also needs Node's `ws` module (the WebSocket interop tests and the Node bench peer):
 # when node cannot load it, it is installed with npm into build/npm (NODE_PATH=build/npm/
@@ -9,8 +14,10 @@ set -euo pipefail
 
 packages_for() {
   case "$1" in
-    core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp zlib1g-dev libssl-dev openssl" ;;
-    test) echo "curl clang libclang-rt-14-dev haproxy prometheus" ;;  # prometheus: promtool
+    build) echo "cmake g++ make pkg-config liburing-dev libfmt-dev node-llhttp zlib1g-dev libssl-dev" ;;
+    core) echo "$(packages_for build) python3 libgtest-dev libgmock-dev openssl" ;;
+    runtime) echo "liburing2 libfmt9 zlib1g libssl3" ;;
+    test) echo "curl clang libclang-rt-14-dev haproxy prometheus wrk" ;;  # prometheus: promtool
     interop) echo "libboost-dev" ;;  # + nodejs, npm and ws below
     bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3 fio bc" ;;
     memcheck) echo "valgrind" ;;

@@ -18,21 +18,20 @@ Task<> echo(TcpConnection& connection) {
   }
 }
 
-http::HttpOptions pingpong_options(const Config& config) {
-  const HttpConfig& h = config.http;
+http::HttpOptions pingpong_options(const ServerSettings& settings, uint32_t max_request_bytes) {
+  const http::HttpOptions& h = settings.http;
   http::HttpOptions options;
   // server.max_request_bytes keeps its meaning for the pingpong: the largest head (431 past
   // it; the request line alone is still bounded by http.max_request_line_bytes, 414) and the
   // largest body (413).
-  options.max_request_line_bytes =
-      std::min(h.max_request_line_bytes, config.server.max_request_bytes);
-  options.max_header_bytes = config.server.max_request_bytes;
-  options.max_body_bytes = config.server.max_request_bytes;
+  options.max_request_line_bytes = std::min(h.max_request_line_bytes, max_request_bytes);
+  options.max_header_bytes = max_request_bytes;
+  options.max_body_bytes = max_request_bytes;
   options.header_timeout_ms = h.header_timeout_ms;
   options.keepalive_timeout_ms = h.keepalive_timeout_ms;
-  options.body_timeout_ms = config.server.read_timeout_ms;
+  options.body_timeout_ms = settings.server.read_timeout_ms;
   options.send_timeout_ms = h.send_timeout_ms;
-  if (const uint32_t cap = config.server.read_timeout_ms; cap > 0) {
+  if (const uint32_t cap = settings.server.read_timeout_ms; cap > 0) {
     auto capped = [cap](uint32_t ms) { return ms == 0 ? cap : std::min(ms, cap); };
     options.header_timeout_ms = capped(options.header_timeout_ms);
     options.keepalive_timeout_ms = capped(options.keepalive_timeout_ms);

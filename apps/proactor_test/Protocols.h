@@ -2,7 +2,7 @@
 // The business protocols of bin/proactor_test: echo, the "pingpong" HTTP service that wrk
 // drives (every request gets 200 "Hello, World!"), and a WebSocket echo for benchmarks.
 
-#include "ucp/config/Config.h"
+#include "ucp/app/ServerSections.h"
 #include "ucp/coro/Task.h"
 #include "ucp/http/HttpServer.h"
 #include "ucp/net/TcpConnection.h"
@@ -17,7 +17,7 @@ Task<> echo(TcpConnection& connection);
 /// server.max_request_bytes is the largest header block and the largest body (and caps the
 /// request line), and server.read_timeout_ms (when not 0) caps the header, keep-alive and
 /// body timeouts.
-http::HttpOptions pingpong_options(const Config& config);
+http::HttpOptions pingpong_options(const ServerSettings& settings, uint32_t max_request_bytes);
 
 /// Answers every request, whatever its method and path, with 200 "Hello, World!"; the
 /// layer does the rest (keep-alive, pipelining, bodies, refusals, timeouts).

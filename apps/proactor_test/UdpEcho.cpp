@@ -1,5 +1,6 @@
 #include "UdpEcho.h"
 
+#include <algorithm>
 #include <array>
 #include <future>
 
@@ -29,8 +30,16 @@ Task<> udp_echo(UdpSocket& socket) {
   }
 }
 
-UdpEchoServer::UdpEchoServer(const ServerConfig& config, const LoopOptions& loop_options)
-    : config_(config), loop_options_(loop_options) {}
+UdpEchoServer::UdpEchoServer(const ServerOptions& options, uint32_t receive_buffer_bytes,
+                             const LoopOptions& loop_options)
+    : config_(options), udp_recv_buffer_bytes_(receive_buffer_bytes), loop_options_(loop_options) {}
+
+void raise_udp_echo_buffers(const Config& config, LoopOptions& loop) {
+  if (config.get<std::string>("server.protocol") != "udp_echo") return;
+  if (loop.provided_buffers_count == 0 || loop.provided_buffer_size >= kUdpEchoBufferBytes) return;
+  loop.provided_buffer_size = kUdpEchoBufferBytes;
+  loop.provided_buffers_count = std::min(loop.provided_buffers_count, kUdpEchoBuffers);
+}
 
 UdpEchoServer::~UdpEchoServer() {
   if (pool_) {
@@ -66,7 +75,7 @@ Result<void, Error> UdpEchoServer::bind_all(const InetAddress& address, std::str
   const auto& loops = pool_->loops();
   sockets_.resize(loops.size());
   UdpOptions options;
-  options.receive_buffer_bytes = config_.udp_recv_buffer_bytes;
+  options.receive_buffer_bytes = udp_recv_buffer_bytes_;
   options.reuse_port = loops.size() > 1;
   InetAddress where = address;
   for (size_t i = 0; i < loops.size(); ++i) {
@@ -99,7 +108,7 @@ Result<void, Error> UdpEchoServer::bind_all(const InetAddress& address, std::str
       receive_buffer_bytes_ = sockets_[0]->receive_buffer_bytes();
     }
   }
-  const uint32_t asked = config_.udp_recv_buffer_bytes;
+  const uint32_t asked = udp_recv_buffer_bytes_;
   if (asked > 0 && receive_buffer_bytes_ < asked && warnings != nullptr) {
     *warnings += "server.udp_recv_buffer_bytes: asked for " + std::to_string(asked) +
                  " bytes, the kernel gave " + std::to_string(receive_buffer_bytes_) +

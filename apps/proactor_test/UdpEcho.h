@@ -10,29 +10,42 @@
 // all back in one send_batch() from the same buffers. docs/benchmarks.md has the measurements
 // behind the choice of one socket per worker.
 //
-// The main loop only reads signals. Thread contract: as Service (ServerMain.h).
+// The main loop only reads signals. Thread contract: as Service (ucp/app/Service.h).
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "ucp/config/Config.h"
+#include "ucp/app/Config.h"
+#include "ucp/app/Service.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
+#include "ucp/net/TcpServer.h"
 #include "ucp/net/UdpSocket.h"
-
-#include "ServerMain.h"
 
 namespace ucp::app {
 
 /// Echoes datagrams on `socket` until it is closed.
 Task<> udp_echo(UdpSocket& socket);
 
+/// udp_echo's receive buffers: one datagram per buffer, so a buffer holds the largest UDP
+/// payload (65,527 bytes) and its 48-byte header: 17 pages. At most kUdpEchoBuffers of them
+/// per worker (71 MiB of address space; pages become resident as datagrams touch them).
+inline constexpr uint32_t kUdpEchoBufferBytes = 69632;
+inline constexpr uint32_t kUdpEchoBuffers = 1024;
+
+/// For server.protocol = udp_echo: raises event_loop.provided_buffer_size to
+/// kUdpEchoBufferBytes (and caps the count at kUdpEchoBuffers) when it is smaller, so that
+/// every datagram fits a receive buffer (Application::adjust_loop_options).
+void raise_udp_echo_buffers(const Config& config, LoopOptions& loop);
+
 class UdpEchoServer final : public Service {
  public:
-  UdpEchoServer(const ServerConfig& config, const LoopOptions& loop_options);
+  /// `receive_buffer_bytes`: server.udp_recv_buffer_bytes (0: the kernel's default).
+  UdpEchoServer(const ServerOptions& options, uint32_t receive_buffer_bytes,
+                const LoopOptions& loop_options);
   ~UdpEchoServer() override;
 
   Result<void, Error> start(std::string* warnings) override;
@@ -47,7 +60,8 @@ class UdpEchoServer final : public Service {
   Result<void, Error> bind_all(const InetAddress& address, std::string* warnings);
   void close_all() noexcept;
 
-  ServerConfig config_;
+  ServerOptions config_;
+  uint32_t udp_recv_buffer_bytes_;
   LoopOptions loop_options_;
   std::unique_ptr<EventLoop> main_loop_;
   std::unique_ptr<EventLoopThreadPool> pool_;

@@ -2,6 +2,7 @@
 //
 //   ws_bench_client -h HOST -p PORT [--path /] -c CONNS -s SIZE -d SECONDS [-w WARMUP]
 //                   [-t THREADS] [--server-pid PID]
+//   ws_bench_client --version
 //
 // CONNS connections (spread over THREADS loops, one per thread) each keep one binary message of
 // SIZE bytes in flight: send, wait for its echo (checked byte for byte), send the next. After
@@ -23,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "ucp/version.h"
 #include "ucp/ws/WebSocket.h"
 
 #include "../bench_client/BenchSupport.h"
@@ -69,6 +71,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
+    if (flag == "--version") {  // every installed program answers it (tests/packaging)
+      std::printf("ws_bench_client (UCP) %s\n", UCP_VERSION_STRING);
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage(("missing value for " + std::string(flag)).c_str());
     const char* value = argv[++i];
     if (flag == "-h") {

@@ -376,7 +376,7 @@ Task<bool> Connection::respond() {
   request.peer_ = &tcp_.peer();
   head_only_ = request.method() == Method::kHead;
   framing_ = Framing::kNone;
-  keep_alive_ = request.keep_alive();
+  keep_alive_ = request.keep_alive() && !core_.draining.load(std::memory_order_relaxed);
   const Router::Match match = core_.router.match(request);
   bool failed = false;
   try {

@@ -62,6 +62,10 @@ void HttpServer::use(Middleware middleware) { core_->middleware.push_back(std::m
 Result<void, Error> HttpServer::start(std::string* warnings) { return tcp_->start(warnings); }
 void HttpServer::run() { tcp_->run(); }
 void HttpServer::stop() noexcept { tcp_->stop(); }
+void HttpServer::drain() noexcept {
+  core_->draining.store(true, std::memory_order_relaxed);
+  tcp_->drain();
+}
 TcpServer& HttpServer::tcp() noexcept { return *tcp_; }
 const InetAddress& HttpServer::local_address() const noexcept { return tcp_->local_address(); }
 const HttpOptions& HttpServer::options() const noexcept { return core_->options; }

@@ -842,5 +842,29 @@ TEST(HttpServer, StopsWithIdleKeepAliveConnectionsOpen) {
   for (auto& fd : idle) EXPECT_TRUE(closed_by_server(fd.get(), 1000));
 }
 
+// A takeover's drain: the server stops accepting (here nobody else holds the socket, so new
+// connections are refused), and a keep-alive connection's next answer carries
+// Connection: close, after which the server closes it.
+TEST(HttpServer, DrainStopsAcceptingAndEndsKeepAliveAfterTheNextAnswer) {
+  TestServer s(hello_routes);
+  std::string pending;
+  auto kept = connect_loopback(s.port());
+  ASSERT_TRUE(kept);
+  EXPECT_NE(ask(kept->get(), kGet, pending).header("connection"), "close");
+  EXPECT_FALSE(s.server().tcp().draining());
+  s.server().drain();
+  EXPECT_TRUE(s.server().tcp().draining());
+  bool refused = false;
+  for (int i = 0; i < 500 && !refused; ++i) {  // the drain runs on the main loop, soon
+    refused = !connect_loopback(s.port(), 1000);
+    if (!refused) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(refused) << "still accepting after drain()";
+  const auto reply = ask(kept->get(), kGet, pending);
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.header("connection"), "close");
+  EXPECT_TRUE(closed_by_server(kept->get()));
+}
+
 }  // namespace
 }  // namespace ucp::http

@@ -111,6 +111,8 @@ struct ServerCore {
   std::vector<Middleware> middleware;
   std::unique_ptr<WorkerSlot[]> slots;
   size_t slot_count;
+  // HttpServer::drain: answers end their connection. Read once per request (a plain load).
+  std::atomic<bool> draining{false};
 };
 
 /// What a connection holds while it handles requests: taken from the loop's pool when the

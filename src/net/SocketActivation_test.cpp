@@ -179,7 +179,7 @@ ServerOptions adopting(int fd) {
   options.port = 1;
   options.thread_num = 1;
   options.shutdown_timeout_ms = 2000;
-  options.listen_fd = fd;
+  options.listen_fds = {fd};
   return options;
 }
 

@@ -85,16 +85,18 @@ TcpServer::~TcpServer() {
 }
 
 Result<void, Error> TcpServer::start(std::string* warnings) {
-  // An inherited listening socket is ours from here on, whatever fails next.
-  UniqueFd inherited(options_.listen_fd);
+  // Inherited listening sockets are ours from here on, whatever fails next.
+  std::vector<UniqueFd> inherited;
+  for (int fd : options_.listen_fds) inherited.emplace_back(fd);
   std::optional<InetAddress> address;
-  if (inherited) {
-    if (auto checked = check_listening_tcp_socket(inherited.get()); !checked) {
-      return Unexpected{Error("inherited socket (fd " + std::to_string(inherited.get()) +
+  for (const UniqueFd& fd : inherited) {
+    if (auto checked = check_listening_tcp_socket(fd.get()); !checked) {
+      return Unexpected{Error("inherited socket (fd " + std::to_string(fd.get()) +
                                   ") is not a listening TCP socket: " + checked.error().message(),
                               checked.error())};
     }
-  } else {
+  }
+  if (inherited.empty()) {
     address = InetAddress::parse(options_.ip, options_.port);
     if (!address) {
       return Unexpected{Error("server.ip: '" + options_.ip + "' is not a numeric IPv4/IPv6 address",
@@ -116,17 +118,9 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
   main_loop_ = std::move(*main_loop);
 
   acceptors_ = options_.acceptors;
-  if (inherited && acceptors_ == Acceptors::kPerWorker) {
-    notes +=
-        "server.acceptors = per_worker: the socket passed by the service manager is one socket "
-        "and cannot be split per worker (a SO_REUSEPORT group is formed by sockets this process "
-        "binds itself); the main loop accepts on it and hands connections to the workers\n";
-    acceptors_ = Acceptors::kMain;
-  }
   UniqueFd main_listener;
-  if (inherited) {
-    main_listener = std::move(inherited);
-    local_ = InetAddress::local_of(main_listener.get()).value_or(InetAddress{});
+  if (!inherited.empty()) {
+    local_ = InetAddress::local_of(inherited.front().get()).value_or(InetAddress{});
   } else if (acceptors_ == Acceptors::kMain) {
     auto listening = listen_on(*address, options_.listen);
     if (!listening) return describe_listen_error(*address, listening.error());
@@ -154,7 +148,9 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
     worker->index = workers_.size();
     workers_.push_back(std::move(worker));
   }
-  if (acceptors_ == Acceptors::kPerWorker) {
+  if (!inherited.empty()) {
+    adopt_listeners(std::move(inherited), notes);
+  } else if (acceptors_ == Acceptors::kPerWorker) {
     if (auto listening = listen_per_worker(*address, notes); !listening) return listening;
   } else {
     auto acceptor = std::make_unique<Acceptor>();
@@ -178,6 +174,32 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
   listeners_open_.store(acceptor_list_.size());
   if (warnings) *warnings += notes;
   return {};
+}
+
+// Sockets this process did not bind (socket activation, a takeover): one per worker when
+// per_worker asks for it and there are as many as workers, else all on the main loop.
+void TcpServer::adopt_listeners(std::vector<UniqueFd> sockets, std::string& notes) {
+  if (acceptors_ == Acceptors::kPerWorker && sockets.size() != workers_.size()) {
+    notes += "server.acceptors = per_worker: " + std::to_string(sockets.size()) +
+             " inherited listening socket(s) for " + std::to_string(workers_.size()) +
+             " worker(s) cannot be split per worker (a SO_REUSEPORT group is formed by sockets "
+             "this process binds itself); the main loop accepts on them and hands connections "
+             "to the workers\n";
+    acceptors_ = Acceptors::kMain;
+  }
+  for (size_t i = 0; i < sockets.size(); ++i) {
+    auto acceptor = std::make_unique<Acceptor>();
+    acceptor->server = this;
+    if (acceptors_ == Acceptors::kPerWorker) {
+      acceptor->loop = workers_[i]->loop;
+      acceptor->worker = workers_[i].get();
+    } else {
+      acceptor->loop = main_loop_.get();
+      main_loop_->attach(sockets[i].get());
+    }
+    acceptor->listen_fd = std::move(sockets[i]);
+    acceptor_list_.push_back(std::move(acceptor));
+  }
 }
 
 // One listening socket per worker, all in one SO_REUSEPORT group: the first binds the
@@ -237,10 +259,11 @@ std::string TcpServer::describe_loops() const {
 }
 
 void TcpServer::run() {
+  bool main_accepts = false;
   for (auto& acceptor : acceptor_list_) {
     Acceptor* a = acceptor.get();
     if (a->loop == main_loop_.get()) {
-      main_loop_->spawn(accept_connections(*a));
+      main_accepts = true;
       continue;
     }
     a->loop->post([this, a] {
@@ -248,9 +271,21 @@ void TcpServer::run() {
       a->loop->spawn(accept_connections(*a));
     });
   }
+  if (main_accepts) main_loop_->spawn(start_main_acceptors());
   main_loop_->run();
   pool_->stop_all();
   pool_->join();
+}
+
+// The main loop's acceptors start once the ring hand-off (if any) is known to work.
+Task<> TcpServer::start_main_acceptors() {
+  Acceptor& first = *acceptor_list_.front();
+  if (ring_hand_off_) co_await ring_hand_off_->probe(first.stopping);
+  for (auto& acceptor : acceptor_list_) {
+    if (acceptor->loop == main_loop_.get() && !acceptor->stopping) {
+      main_loop_->spawn(accept_connections(*acceptor));
+    }
+  }
 }
 
 void TcpServer::stop() noexcept {
@@ -261,6 +296,33 @@ void TcpServer::stop() noexcept {
 void TcpServer::stop_now() noexcept {
   stop_now_.store(true);
   stop();  // starts the shutdown if it has not started; it then does not wait
+}
+
+void TcpServer::drain() noexcept {
+  if (draining_.exchange(true) || stop_requested_.load()) return;
+  main_loop_->post([this] { main_loop_->spawn(close_acceptors()); });
+}
+
+std::vector<int> TcpServer::listening_fds() const {
+  std::vector<int> fds;
+  if (draining_.load() || stop_requested_.load()) return fds;
+  for (const auto& acceptor : acceptor_list_) {
+    if (acceptor->listen_fd) fds.push_back(acceptor->listen_fd.get());
+  }
+  return fds;
+}
+
+// Each acceptor is closed on its own loop's thread.
+Task<> TcpServer::close_acceptors() {
+  LOG_INFO("draining: stopped accepting; {} connections open", live_.load());
+  for (auto& acceptor : acceptor_list_) {
+    Acceptor* a = acceptor.get();
+    if (a->loop == main_loop_.get()) {
+      co_await close_acceptor(*a);
+    } else {
+      a->loop->post([this, a] { a->loop->spawn(close_acceptor(*a)); });
+    }
+  }
 }
 
 bool TcpServer::warn_allowed(std::chrono::steady_clock::time_point& last) noexcept {
@@ -278,7 +340,6 @@ void TcpServer::on_multishot_accept(void* acceptor, int fd) noexcept {
 }
 
 Task<> TcpServer::accept_connections(Acceptor& acceptor) {
-  if (ring_hand_off_) co_await ring_hand_off_->probe(acceptor.stopping);
   if (acceptor.loop->capabilities().multishot_accept) {
     co_await multishot_accept_loop(acceptor);
   } else {
@@ -442,6 +503,7 @@ Task<ServerStats> TcpServer::collect_stats() {
 // and new connection attempts on its socket are refused (or, per worker, go to the sockets
 // still open, which close next).
 Task<> TcpServer::close_acceptor(Acceptor& acceptor) {
+  if (acceptor.stopping) co_return;  // a drain closed it already
   acceptor.stopping = true;
   if (acceptor.waiting) (void)co_await io::cancel_fd(*acceptor.loop, acceptor.listen_fd.get());
   acceptor.loop->detach(acceptor.listen_fd.get());

@@ -5,7 +5,7 @@
 #   tests/consumer/run.sh MODE UCP_SOURCE UCP_BUILD TEST_CLIENT
 #
 #   find_package      cmake --install UCP_BUILD into a scratch prefix; find_package(ucp)
-#   pkg-config        the same install; c++ with `pkg-config --cflags --libs --static ucp`
+#   pkg-config        the same install; c++ with `pkg-config --cflags ucp` and `--libs ucp`
 #   add_subdirectory  add_subdirectory(UCP_SOURCE) with BUILD_SHARED_LIBS=ON: also checks the
 #                     SONAMEs and that the shared libraries export the ucp namespace only
 #   fetchcontent      FetchContent from an archive of UCP_SOURCE, as from a release tarball
@@ -52,17 +52,21 @@ case "$mode" in
     install_ucp
     export PKG_CONFIG_PATH=$work/prefix/lib/pkgconfig
     step "pkg-config --modversion ucp: $(pkg-config --modversion ucp)"
-    # Static libraries (the default): --static adds liburing, which libucp_io.a needs.
+    # As people type it: the flags say C++20, and the plain --libs links the default (static)
+    # libraries with everything they use.
+    cflags=$(pkg-config --cflags ucp)
+    case " $cflags " in *" -std=c++20 "*) ;; *) echo "Cflags lack -std=c++20: $cflags" >&2; exit 1 ;; esac
+    step "c++ main.cpp $cflags $(pkg-config --libs ucp)"
     # shellcheck disable=SC2046
-    c++ -std=c++20 "$consumer_dir/main.cpp" -o "$work/consumer_echo" \
-      $(pkg-config --cflags ucp) $(pkg-config --libs --static ucp)
+    c++ "$consumer_dir/main.cpp" -o "$work/consumer_echo" $(pkg-config --cflags ucp) \
+      $(pkg-config --libs ucp)
     binary=$work/consumer_echo
     ;;
   add_subdirectory)
     configure_and_build -DUCP_SOURCE="$source_dir" -DBUILD_SHARED_LIBS=ON
     # Before 1.0 the SOVERSION is MAJOR.MINOR of project(ucp VERSION ...).
     soversion=$(sed -n 's/^project(ucp VERSION \([0-9]*\.[0-9]*\).*/\1/p' "$source_dir/CMakeLists.txt")
-    for layer in log memory coro config io net tls http; do
+    for layer in log memory metrics coro io net tls http ws app; do
       library=$(find "$work/build/ucp" -name "libucp_$layer.so" | head -n 1)
       soname=$(readelf -d "$library" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
       expected=libucp_$layer.so.$soversion

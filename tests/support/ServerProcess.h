@@ -95,8 +95,9 @@ class ServerProcess {
     int block_io_uring = 0;  // > 0: a seccomp filter makes io_uring_setup fail with this errno
     int64_t start_timeout_ms = 30000;  // bound on the wait for "listening on"
     std::string binary = UCP_BIN_DIR "/proactor_test";
-    int listen_fd = -1;               // >= 0: the child's fd 3, with LISTEN_FDS=1
-    bool listen_pid_is_child = true;  // false: LISTEN_PID names the test process
+    int listen_fd = -1;                  // >= 0: the child's fd 3, with LISTEN_FDS=1
+    bool listen_pid_is_child = true;     // false: LISTEN_PID names the test process
+    std::vector<std::string> arguments;  // after CONFIG and the --set overrides
   };
 
   explicit ServerProcess(std::vector<std::string> overrides = {}) {
@@ -163,6 +164,7 @@ class ServerProcess {
       args.push_back("--set");
       args.push_back(o);
     }
+    args.insert(args.end(), options_.arguments.begin(), options_.arguments.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

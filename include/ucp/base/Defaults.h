@@ -1,11 +1,11 @@
 #pragma once
 // The default of every setting that exists twice: once as a library option struct
 // (ServerOptions, ListenOptions, OutputLimits, LoopOptions, HttpOptions) and once as a config
-// key ([server], [event_loop], [http] in ucp/config/Config.h). Both initialise from here, so
-// the library a program links and the binaries an operator runs cannot drift apart;
-// config/ucp.conf and the key tables in docs/config.md are checked against Config{} by
-// Config_test. The config layer sits beside, not above, the I/O layers, which is why the
-// numbers live in base and not in either struct.
+// key ([server], [event_loop], [http] in ucp/app/ServerSections.h). Both initialise from here,
+// so a program that fills the structs and a server that reads a config file cannot drift
+// apart; config/ucp.conf and the key tables in docs/config.md are checked against the
+// declarations by BinaryKeys_test. The numbers live in base because the option structs sit
+// in the layers below the one that declares the keys.
 
 #include <cstdint>
 

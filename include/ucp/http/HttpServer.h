@@ -125,6 +125,11 @@ class HttpServer {
   Result<void, Error> start(std::string* warnings = nullptr);
   void run();
   void stop() noexcept;
+  /// Any thread, after start(): TcpServer::drain (stop accepting; another process may accept
+  /// on the same sockets), and every answer from now on carries Connection: close, so that
+  /// each keep-alive client moves to a new connection after its next request instead of
+  /// racing a close. stop() ends what is left (idle connections) later.
+  void drain() noexcept;
 
   TcpServer& tcp() noexcept;
   const InetAddress& local_address() const noexcept;

@@ -1,12 +1,12 @@
 #pragma once
 // Socket activation: listening sockets that a service manager (systemd, or anything speaking
 // its LISTEN_FDS protocol) opened for this process and passed as fds 3, 4, ... The server
-// adopts one instead of binding its own (ServerOptions::listen_fd), so the port can be
+// adopts one instead of binding its own (ServerOptions::listen_fds), so the port can be
 // privileged, is open before the server starts, and stays open across restarts.
 //
 //   auto inherited = ucp::take_inherited_listen_fds();
 //   if (!inherited) { /* LISTEN_FDS malformed: print inherited.error().message(), exit */ }
-//   if (inherited->size() == 1) options.listen_fd = inherited->front().release();
+//   if (inherited->size() == 1) options.listen_fds = {inherited->front().release()};
 //
 // The protocol, as sd_listen_fds(3) reads it, implemented here so that UCP needs no
 // libsystemd: LISTEN_PID names the process the sockets are for (a child that inherited the

@@ -70,11 +70,12 @@ struct ServerOptions {
   // Output that waits this long for the peer to take a byte fails with timed_out and the
   // connection stops reading (its handler then returns and it closes). 0 = never.
   uint32_t write_timeout_ms = defaults::kWriteTimeoutMs;
-  // An already-listening TCP socket to accept on instead of binding ip:port (socket
-  // activation: ucp/net/SocketActivation.h); -1 = bind. start() takes ownership of it, and
-  // ip, port and listen are then unused. One socket cannot be split per worker: with
-  // kPerWorker, start() warns and the main loop accepts on it.
-  int listen_fd = -1;
+  // Already-listening TCP sockets to accept on instead of binding ip:port: one a service
+  // manager passed (socket activation: ucp/net/SocketActivation.h), or those of the server
+  // this process replaces (a takeover: ucp/app/Application.h). start() takes ownership of
+  // them, and ip, port and listen are then unused. kPerWorker with one socket per worker:
+  // each worker accepts on its own; otherwise the main loop accepts on all (start() warns).
+  std::vector<int> listen_fds;
   // kPerWorker sets SO_REUSEPORT on every worker's socket whatever listen.reuse_port says.
   Acceptors acceptors = Acceptors::kMain;
 };
@@ -116,6 +117,14 @@ class TcpServer {
   /// Any thread. Like stop(), without the wait: whatever is still open is cancelled at once
   /// (also when called while a graceful stop is waiting, e.g. on an operator's second SIGTERM).
   void stop_now() noexcept;
+  /// Any thread, after start(). Stops accepting and closes this server's listening sockets;
+  /// connections go on (a handler may look at draining() to end its session). For a takeover:
+  /// another process accepts on the same sockets, and whatever waits in their queues is its.
+  /// stop() ends the rest later.
+  void drain() noexcept;
+  bool draining() const noexcept { return draining_.load(std::memory_order_relaxed); }
+  /// Main loop's thread, before a drain or stop: the listening sockets (still owned here).
+  std::vector<int> listening_fds() const;
 
   const InetAddress& local_address() const noexcept { return local_; }
   /// One line naming the backend and what the worker loops run with (after start()).
@@ -145,6 +154,9 @@ class TcpServer {
     ConnectionNode* next = nullptr;
   };
   Result<void, Error> listen_per_worker(const InetAddress& address, std::string& notes);
+  void adopt_listeners(std::vector<UniqueFd> sockets, std::string& notes);
+  Task<> start_main_acceptors();
+  Task<> close_acceptors();
   Task<> accept_connections(Acceptor& acceptor);
   Task<> accept_loop(Acceptor& acceptor);
   Task<> multishot_accept_loop(Acceptor& acceptor);
@@ -184,8 +196,9 @@ class TcpServer {
   std::atomic<uint64_t> rejected_{0};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> stop_now_{false};  // end the graceful stop's wait early
-  bool shutting_down_ = false;         // main loop's thread
-  uint32_t stats_collections_ = 0;     // collect_stats() calls away on a worker (main thread)
+  std::atomic<bool> draining_{false};
+  bool shutting_down_ = false;      // main loop's thread
+  uint32_t stats_collections_ = 0;  // collect_stats() calls away on a worker (main thread)
 };
 
 }  // namespace ucp

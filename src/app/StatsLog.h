@@ -1,5 +1,5 @@
 #pragma once
-// StatsLog: the periodic stats line of the server binaries (log.stats_interval_ms). Every
+// StatsLog: the runtime's periodic stats line (log.stats_interval_ms). Every
 // interval the main loop collects the workers' counters (TcpServer::collect_stats, read on
 // each worker's own thread) and logs one INFO line; counts are for the interval just ended
 // (the first line's from the start), except `open`, which is the number open now, so the lines
@@ -13,7 +13,8 @@
 // nothing for it: the TCP counters are plain per-worker integers and per-connection byte
 // counts, and the HTTP counters the layer keeps anyway.
 //
-// Thread contract: log_stats runs on the server's main loop; format_stats_line anywhere.
+// Private to src/app (Application runs it). Thread contract: log_stats runs on the server's
+// main loop; format_stats_line anywhere.
 
 #include <chrono>
 #include <cstdint>

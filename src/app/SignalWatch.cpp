@@ -1,5 +1,6 @@
-#include "Signals.h"
+#include "SignalWatch.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -14,8 +15,6 @@
 
 #include "ucp/io/Operations.h"
 #include "ucp/log/Logger.h"
-
-#include "ServerMain.h"
 
 namespace ucp::app {
 
@@ -44,56 +43,74 @@ bool is_stop_signal(int signal) noexcept { return signal == SIGINT || signal == 
 
 }  // namespace
 
+bool ConfigReloader::applies(const std::string& changed_key) const {
+  if (changed_key.front() == '[') {  // a family instance came or went: "[upstream.b]"
+    const SectionSchema* family =
+        schema_.find_section(changed_key.substr(1, changed_key.find('.') - 1));
+    return family != nullptr && std::all_of(family->keys().begin(), family->keys().end(),
+                                            [](const KeySchema& k) { return k.is_reloadable(); });
+  }
+  const KeySchema* key = schema_.find_key(changed_key);
+  return key != nullptr && key->is_reloadable();
+}
+
 void ConfigReloader::reload() {
   // The log file first, so that what follows lands in the new one.
   Logger::reopen();
-  auto loaded = Config::load(path_, overrides_);
+  auto loaded = Config::load(schema_, path_, overrides_);
   if (!loaded) {
     LOG_ERROR("signal 1 (SIGHUP): log file reopened; {}; keeping the running configuration",
-              loaded.error().message);
+              loaded.error().message("; "));
     return;
   }
   const Config& fresh = *loaded;
+  if (hook_ != nullptr && *hook_) {
+    if (auto applied = (*hook_)(fresh); !applied) {
+      LOG_ERROR(
+          "signal 1 (SIGHUP): log file reopened; {} read again: {}; keeping the running "
+          "configuration",
+          fresh.source(), applied.error().message);
+      return;
+    }
+  }
   auto changes = Config::changes(running_, fresh);
   if (changes.empty()) {
-    LOG_INFO("signal 1 (SIGHUP): log file reopened; {} read again: no change", path_);
+    LOG_INFO("signal 1 (SIGHUP): log file reopened; {} read again: no change", fresh.source());
     return;
   }
-  LOG_INFO("signal 1 (SIGHUP): log file reopened; {} read again: {} change(s)", path_,
+  LOG_INFO("signal 1 (SIGHUP): log file reopened; {} read again: {} change(s)", fresh.source(),
            changes.size());
   for (const ConfigChange& change : changes) {
     if (change.key == "log.level") {
-      Logger::set_level(fresh.log.level);
-      running_.log.level = fresh.log.level;
-      LOG_WARN("{}: {} -> {} (applied)", change.key, change.from, change.to);
-    } else {
-      LOG_WARN("{}: {} -> {} (takes effect at the next start)", change.key, change.from, change.to);
+      Logger::set_level(parse_log_level(change.to).value_or(LogLevel::kInfo));
     }
+    LOG_WARN("{}: {} -> {} ({})", change.key, change.from, change.to,
+             applies(change.key) ? "applied" : "takes effect at the next start");
   }
+  running_.take_reloadable(fresh);
 }
 
-Task<> watch_signals(Service& server, int signal_fd, ConfigReloader& reloader) {
-  bool stopping = false;
+Task<> watch_signals(int signal_fd, SignalTarget target) {
+  EventLoop& loop = target.service.main_loop();
   for (;;) {
     signalfd_siginfo info{};
-    auto n = co_await io::read(server.main_loop(), signal_fd,
-                               std::as_writable_bytes(std::span(&info, 1)));
+    auto n = co_await io::read(loop, signal_fd, std::as_writable_bytes(std::span(&info, 1)));
     if (!n || *n != sizeof info) co_return;  // the loop is stopping: the read was cancelled
     const int signal = static_cast<int>(info.ssi_signo);
     const std::string name = signal_name(signal);
-    if (is_stop_signal(signal) && !stopping) {
-      stopping = true;
+    if (is_stop_signal(signal) && !target.stopping) {
+      target.stopping = true;
       LOG_INFO("signal {} ({}) received: stopping gracefully (the same signal again stops at once)",
                signal, name);
-      server.stop();
+      target.service.stop();
     } else if (is_stop_signal(signal)) {
       LOG_WARN("signal {} ({}) again: stopping at once", signal, name);
-      server.stop_now();
+      target.service.stop_now();
     } else if (signal == SIGUSR1) {
       Logger::reopen();
       LOG_INFO("signal {} ({}): log file reopened", signal, name);
     } else if (signal == SIGHUP) {
-      reloader.reload();
+      target.reloader.reload();
     } else {
       LOG_INFO("signal {} ({}) ignored", signal, name);
     }

@@ -1,0 +1,58 @@
+#include "BinaryKeys.h"
+
+#include <string>
+#include <string_view>
+
+#include "ucp/app/Config.h"
+#include "ucp/app/ServerSections.h"
+
+namespace ucp::app {
+namespace {
+
+// http.index: a file name, never a path.
+std::string check_index(std::string_view value) {
+  if (value.find('/') != std::string_view::npos || value == "." || value == "..") {
+    return "\"" + std::string(value) + "\" is not a file name (no '/')";
+  }
+  return {};
+}
+
+void check_connection_memory(const Config& config, ConfigProblems& problems) {
+  const MachineLimits& machine = problems.machine();
+  if (machine.memory_bytes == 0) return;
+  const uint64_t per_connection = config.get<uint64_t>("server.max_output_bytes") +
+                                  2 * config.get<uint64_t>("server.max_request_bytes");
+  if (per_connection <= machine.memory_bytes / 2) return;
+  problems.fail({"server.max_output_bytes", "server.max_request_bytes"},
+                "one connection may hold max_output_bytes + 2 x max_request_bytes = " +
+                    human_bytes(per_connection) + " (" + std::to_string(per_connection) +
+                    " bytes), more than half of this machine's memory, " +
+                    human_bytes(machine.memory_bytes) + " (" +
+                    std::to_string(machine.memory_bytes) +
+                    " bytes); lower server.max_output_bytes or server.max_request_bytes");
+}
+
+}  // namespace
+
+void declare_binary_keys(ConfigSchema& schema) {
+  auto& server = schema.section("server");
+  server
+      .choice("protocol", "echo", {"echo", "http", "udp_echo", "websocket"},
+              "bin/proactor_test: echo | http (200 OK per request, for wrk) | udp_echo | "
+              "websocket (an echo on every GET path)")
+      .noun("a protocol");
+  server.size("max_request_bytes", 65536, 1024, 16777216,
+              "bin/proactor_test, protocol = http: the largest header block (431) and body (413)");
+  server.size("udp_recv_buffer_bytes", 4194304, 0, 1073741824,
+              "bin/proactor_test, protocol = udp_echo: SO_RCVBUF of each socket; 0 = the "
+              "kernel's default");
+  auto& http = schema.section("http");
+  http.text("root", "www", "bin/http_server: static files, relative to the working directory")
+      .non_empty();
+  http.text("index", "index.html", "bin/http_server: served for a directory URL")
+      .non_empty()
+      .check(check_index);
+  schema.check(check_connection_memory);
+}
+
+}  // namespace ucp::app

@@ -1,0 +1,342 @@
+#include "ucp/app/ServerSections.h"
+
+#include <bit>
+#include <cstdio>
+#include <string_view>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/un.h>
+
+#include "ucp/base/Defaults.h"
+
+namespace ucp::app {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kOneDay{86400000};
+constexpr milliseconds kOneHour{3600000};
+
+// What an io_uring maps per SQ entry: a 64-byte SQE, a 4-byte SQ index, and 4 CQEs of 16
+// bytes (the CQ has 4x the SQ's entries: src/io/IoUring.cpp).
+constexpr uint64_t kRingBytesPerEntry = 64 + 4 + 4 * 16;
+constexpr uint64_t kAcceptRingEntries = 1024;   // the accepting loop's ring is capped there
+constexpr uint64_t kBufferRingEntryBytes = 16;  // struct io_uring_buf, one per provided buffer
+
+std::string check_ip(std::string_view value) {
+  if (value.empty()) return "empty value (expected an IP address such as 0.0.0.0 or ::)";
+  const std::string text(value);
+  in6_addr address{};  // large enough for either family
+  if (inet_pton(AF_INET, text.c_str(), &address) != 1 &&
+      inet_pton(AF_INET6, text.c_str(), &address) != 1) {
+    return "\"" + text +
+           "\" is not a numeric IPv4 or IPv6 address (e.g. 0.0.0.0, 127.0.0.1, :: or ::1)";
+  }
+  return {};
+}
+
+std::string check_socket_path(std::string_view value) {
+  if (value.size() >= sizeof(sockaddr_un::sun_path)) {
+    return std::to_string(value.size()) + " characters is longer than a unix socket path may be (" +
+           std::to_string(sizeof(sockaddr_un::sun_path) - 1) + ")";
+  }
+  return {};
+}
+
+void declare_server(ConfigSchema& schema) {
+  auto& s = schema.section("server", "the listening socket, worker loops and connection limits");
+  s.text("name", "TcpServer", "shown in the logs").non_empty();
+  s.text("ip", defaults::kIp,
+         "numeric IPv4 or IPv6 address to listen on: 0.0.0.0 every IPv4 interface, :: every "
+         "interface, ::1 IPv6 loopback")
+      .check(check_ip);
+  s.integer("port", defaults::kPort, 0, 65535,
+            "TCP port; 0 = any free port (the \"listening on\" line names it)");
+  s.integer("thread_num", defaults::kThreadNum, 0, 1024, "worker loops; 0 = one per CPU");
+  s.duration("read_timeout_ms", milliseconds(defaults::kReadTimeoutMs), {}, kOneDay,
+             "close a connection that sends nothing this long; 0 = never (HTTP: each read of a "
+             "request body)");
+  s.integer("max_connections", defaults::kMaxConnections, 1, 16777216,
+            "beyond it new connections are closed at once");
+  s.integer("backlog", defaults::kBacklog, 1, 65535,
+            "listen(2) queue; the kernel caps it at net.core.somaxconn");
+  s.flag("reuse_port", defaults::kReusePort,
+         "SO_REUSEPORT: several processes may share the port (the kernel spreads connections)");
+  s.choice("acceptors", "main", {"main", "per_worker"},
+           "main: the main loop accepts and hands connections to the workers | per_worker: each "
+           "worker accepts on its own SO_REUSEPORT socket")
+      .noun("an acceptor mode");
+  s.flag("tcp_nodelay", defaults::kTcpNoDelay, "TCP_NODELAY on accepted sockets");
+  s.duration("shutdown_timeout_ms", milliseconds(defaults::kShutdownTimeoutMs), {}, kOneHour,
+             "graceful stop (SIGINT/SIGTERM, a takeover): time connections get to finish");
+  s.size("max_output_bytes", defaults::kMaxOutputBytes, 1024, 4294967296,
+         "queued output per connection before write() waits");
+  s.duration("write_timeout_ms", milliseconds(defaults::kWriteTimeoutMs), {}, kOneDay,
+             "close a connection whose peer takes no output this long; 0 = never (HTTP: "
+             "http.send_timeout_ms)");
+  s.text("takeover_socket", "",
+         "unix socket where the running server hands its listening sockets to a successor "
+         "started with --takeover PATH; empty = none; @NAME = abstract")
+      .check(check_socket_path);
+}
+
+void declare_event_loop(ConfigSchema& schema) {
+  auto& e = schema.section("event_loop", "the event loops (io_uring or epoll) of every thread");
+  e.choice("backend", "auto", {"auto", "io_uring", "epoll"},
+           "auto: io_uring, or epoll where io_uring is blocked (one WARN saying why)")
+      .noun("a backend");
+  e.integer("ring_entries", defaults::kRingEntries, 8, 32768,
+            "SQ entries per ring (the CQ gets four times as many)")
+      .power_of_two();
+  e.flag("sqpoll", defaults::kSqpoll, "IORING_SETUP_SQPOLL: a kernel thread polls the SQ");
+  e.duration("sqpoll_idle_ms", milliseconds(defaults::kSqpollIdleMs), {}, milliseconds(60000),
+             "with sqpoll: the poller sleeps after this idle time (0 = the kernel's 1 s)");
+  e.integer("registered_buffers_count", defaults::kRegisteredBuffersCount, 0, 16384,
+            "fixed buffers per worker ring (READ/WRITE_FIXED); 0 = off");
+  e.size("registered_buffer_size", defaults::kRegisteredBufferSize, 64, 1048576,
+         "bytes per registered buffer");
+  e.integer("pending_queue_capacity", defaults::kPendingQueueCapacity, 0, 16777216,
+            "operations held in user space while the SQ is full");
+  e.flag("multishot_recv", defaults::kMultishotRecv,
+         "multishot receive into a provided buffer ring, where the kernel has it");
+  e.integer("provided_buffers_count", defaults::kProvidedBuffersCount, 1, 32768,
+            "buffers in each loop's provided ring")
+      .power_of_two();
+  e.size("provided_buffer_size", defaults::kProvidedBufferSize, 64, 1048576,
+         "bytes per provided buffer (mapped at start, resident as used)");
+  e.flag("defer_taskrun", defaults::kDeferTaskrun,
+         "IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN, where the kernel has them");
+  e.integer("cqe_batch", defaults::kCqeBatch, 0, 65536,
+            "completions handled per loop iteration; 0 = all that are ready");
+  e.flag("msg_ring_handoff", defaults::kMsgRingHandOff,
+         "hand accepted sockets to workers with IORING_OP_MSG_RING instead of the task queue");
+}
+
+void declare_log(ConfigSchema& schema) {
+  const LogOptions d;
+  auto& l = schema.section("log", "the logger");
+  l.choice("level", "INFO", {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"},
+           "lowest level written")
+      .ignore_case()
+      .noun("a log level")
+      .reloadable();
+  l.text("file", d.file, "log file, relative to the working directory; empty = none");
+  l.size("max_size", d.max_size, 0, 1099511627776, "bytes per file before rolling; 0 = never");
+  l.integer("max_files", d.max_files, 0, 1000, "rolled files kept besides the live one");
+  l.flag("daily", d.daily, "also roll at local midnight");
+  l.flag("async", d.async, "a background thread writes; false: the caller writes and waits");
+  l.flag("console", d.console, "also print to stdout (colour only on a terminal)");
+  l.duration("flush_interval_ms", milliseconds(d.flush_interval_ms), milliseconds(1),
+             milliseconds(60000), "longest a record waits in memory before it is flushed");
+  l.integer("queue_capacity", d.queue_capacity, 16, 16777216,
+            "records waiting for the background thread (256 bytes each, allocated at start)");
+  l.choice("queue_full_policy", "block", {"block", "drop"},
+           "when that queue is full: block the caller | drop the record")
+      .noun("a policy");
+  l.duration("stats_interval_ms", {}, {}, kOneDay,
+             "one stats line at INFO this often (connections, bytes, requests); 0 = none");
+}
+
+void declare_http(ConfigSchema& schema) {
+  auto& h = schema.section("http", "the HTTP/1.1 layer's limits and timeouts");
+  h.size("max_request_line_bytes", defaults::kMaxRequestLineBytes, 256, 1048576,
+         "method + target + version; longer: 414");
+  h.size("max_header_bytes", defaults::kMaxHeaderBytes, 1024, 16777216,
+         "header fields; larger (or more than 100 fields): 431");
+  h.size("max_body_bytes", defaults::kMaxBodyBytes, 0, 1073741824,
+         "request body, held in memory; larger: 413");
+  h.duration("header_timeout_ms", milliseconds(defaults::kHeaderTimeoutMs), {}, kOneHour,
+             "first byte of a request to the end of its head; later: 408 and close; 0 = none");
+  h.duration("keepalive_timeout_ms", milliseconds(defaults::kKeepaliveTimeoutMs), {}, kOneDay,
+             "close an idle keep-alive connection; 0 = never");
+  h.duration("send_timeout_ms", milliseconds(defaults::kSendTimeoutMs), {}, kOneDay,
+             "close a connection whose peer reads nothing this long; 0 = never");
+}
+
+LoopOptions loop_options(const Config& c) {
+  LoopOptions o;
+  const std::string backend = c.get<std::string>("event_loop.backend");
+  o.backend = backend == "io_uring" ? BackendKind::kIoUring
+              : backend == "epoll"  ? BackendKind::kEpoll
+                                    : BackendKind::kAuto;
+  o.ring_entries = c.get<uint32_t>("event_loop.ring_entries");
+  o.sqpoll = c.get<bool>("event_loop.sqpoll");
+  o.sqpoll_idle_ms = c.get<uint32_t>("event_loop.sqpoll_idle_ms");
+  o.pending_queue_capacity = c.get<uint32_t>("event_loop.pending_queue_capacity");
+  o.defer_taskrun = c.get<bool>("event_loop.defer_taskrun");
+  o.provided_buffers_count = c.get<bool>("event_loop.multishot_recv")
+                                 ? c.get<uint32_t>("event_loop.provided_buffers_count")
+                                 : 0;
+  o.provided_buffer_size = c.get<uint32_t>("event_loop.provided_buffer_size");
+  o.registered_buffers_count = c.get<uint32_t>("event_loop.registered_buffers_count");
+  o.registered_buffer_size = c.get<uint32_t>("event_loop.registered_buffer_size");
+  o.cqe_batch = c.get<uint32_t>("event_loop.cqe_batch");
+  return o;
+}
+
+ServerOptions server_options(const Config& c) {
+  ServerOptions o;
+  o.ip = c.get<std::string>("server.ip");
+  o.port = c.get<uint16_t>("server.port");
+  o.thread_num = c.get<uint32_t>("server.thread_num");
+  o.read_timeout_ms = c.get<uint32_t>("server.read_timeout_ms");
+  o.max_connections = c.get<uint32_t>("server.max_connections");
+  o.listen.backlog = c.get<uint32_t>("server.backlog");
+  o.listen.reuse_port = c.get<bool>("server.reuse_port");
+  o.acceptors = c.get<std::string>("server.acceptors") == "per_worker" ? Acceptors::kPerWorker
+                                                                       : Acceptors::kMain;
+  o.tcp_nodelay = c.get<bool>("server.tcp_nodelay");
+  o.shutdown_timeout_ms = c.get<uint32_t>("server.shutdown_timeout_ms");
+  o.msg_ring_handoff = c.get<bool>("event_loop.msg_ring_handoff");  // kept in [event_loop]
+  o.max_output_bytes = c.get<uint64_t>("server.max_output_bytes");
+  o.write_timeout_ms = c.get<uint32_t>("server.write_timeout_ms");
+  return o;
+}
+
+LogOptions log_options(const Config& c) {
+  LogOptions o;
+  o.level = parse_log_level(c.get<std::string>("log.level")).value_or(LogLevel::kInfo);
+  o.file = c.get<std::string>("log.file");
+  o.max_size = c.get<uint64_t>("log.max_size");
+  o.max_files = c.get<uint32_t>("log.max_files");
+  o.daily = c.get<bool>("log.daily");
+  o.async = c.get<bool>("log.async");
+  o.console = c.get<bool>("log.console");
+  o.flush_interval_ms = c.get<uint32_t>("log.flush_interval_ms");
+  o.queue_capacity = c.get<uint32_t>("log.queue_capacity");
+  o.queue_full_policy = c.get<std::string>("log.queue_full_policy") == "drop"
+                            ? QueueFullPolicy::kDrop
+                            : QueueFullPolicy::kBlock;
+  return o;
+}
+
+http::HttpOptions http_options(const Config& c) {
+  http::HttpOptions o;
+  o.max_request_line_bytes = c.get<uint32_t>("http.max_request_line_bytes");
+  o.max_header_bytes = c.get<uint32_t>("http.max_header_bytes");
+  o.max_body_bytes = c.get<uint64_t>("http.max_body_bytes");
+  o.header_timeout_ms = c.get<uint32_t>("http.header_timeout_ms");
+  o.keepalive_timeout_ms = c.get<uint32_t>("http.keepalive_timeout_ms");
+  o.send_timeout_ms = c.get<uint32_t>("http.send_timeout_ms");
+  o.body_timeout_ms = c.get<uint32_t>("server.read_timeout_ms");  // each read of a request body
+  return o;
+}
+
+// "1 worker x 16.6 MiB (4096 x 4096 B provided buffers, 4096-entry ring) + 16.1 MiB
+// (65536-record log queue, accepting ring)"
+std::string describe_startup(const StartupMemory& memory, const LoopOptions& loop,
+                             const LogOptions& log) {
+  std::string parts;
+  auto add = [&parts](const std::string& part) {
+    if (!parts.empty()) parts += ", ";
+    parts += part;
+  };
+  if (loop.provided_buffers_count > 0) {
+    add(std::to_string(loop.provided_buffers_count) + " x " +
+        std::to_string(loop.provided_buffer_size) + " B provided buffers");
+  }
+  if (loop.registered_buffers_count > 0) {
+    add(std::to_string(loop.registered_buffers_count) + " x " +
+        std::to_string(loop.registered_buffer_size) + " B registered buffers");
+  }
+  add(std::to_string(loop.ring_entries) + "-entry ring");
+  std::string text =
+      std::to_string(memory.workers) + (memory.workers == 1 ? " worker x " : " workers x ") +
+      human_bytes(memory.per_worker) + " (" + parts + ") + " + human_bytes(memory.shared) + " (";
+  if (log.async) text += std::to_string(log.queue_capacity) + "-record log queue, ";
+  return text + "accepting ring)";
+}
+
+// The keys worth lowering, in the order of the description.
+std::string startup_knobs(const LoopOptions& loop, const LogOptions& log) {
+  std::string knobs = "server.thread_num";
+  if (loop.provided_buffers_count > 0) {
+    knobs += ", event_loop.provided_buffers_count, provided_buffer_size";
+  }
+  if (loop.registered_buffers_count > 0) {
+    knobs += ", event_loop.registered_buffers_count, registered_buffer_size";
+  }
+  knobs += ", event_loop.ring_entries";
+  if (log.async) knobs += ", log.queue_capacity";
+  return knobs;
+}
+
+// Checks what the whole configuration asks of the machine. A failure names the key set last
+// among those involved (the one that tipped the total), at the line that set it.
+void check_startup_memory(const Config& config, ConfigProblems& problems,
+                          const LoopAdjustment* adjust) {
+  const MachineLimits& machine = problems.machine();
+  if (machine.memory_bytes == 0) return;
+  const ServerSettings settings = server_settings(config);
+  LoopOptions loop = settings.loop;
+  if (adjust != nullptr && *adjust) (*adjust)(config, loop);
+  const StartupMemory memory = startup_memory(settings.server, loop, settings.log, machine);
+  const uint64_t budget = machine.memory_bytes / 2;
+  if (memory.total() <= budget) return;
+  problems.fail({"server.thread_num", "event_loop.multishot_recv",
+                 "event_loop.provided_buffers_count", "event_loop.provided_buffer_size",
+                 "event_loop.registered_buffers_count", "event_loop.registered_buffer_size",
+                 "event_loop.ring_entries", "log.async", "log.queue_capacity"},
+                "start-up memory " + describe_startup(memory, loop, settings.log) + " = " +
+                    human_bytes(memory.total()) + " (" + std::to_string(memory.total()) +
+                    " bytes) is more than half of this machine's memory, " +
+                    human_bytes(machine.memory_bytes) + " (" +
+                    std::to_string(machine.memory_bytes) + " bytes); lower " +
+                    startup_knobs(loop, settings.log));
+}
+
+}  // namespace
+
+std::string human_bytes(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+void declare_server_sections(ConfigSchema& schema, const LoopAdjustment* adjust) {
+  declare_server(schema);
+  declare_event_loop(schema);
+  declare_log(schema);
+  declare_http(schema);
+  // [tls] goes here when the TLS layer lands: its keys, and a field of ServerSettings.
+  schema.check([adjust](const Config& config, ConfigProblems& problems) {
+    check_startup_memory(config, problems, adjust);
+  });
+}
+
+ServerSettings server_settings(const Config& config) {
+  ServerSettings s;
+  s.name = config.get<std::string>("server.name");
+  s.server = server_options(config);
+  s.loop = loop_options(config);
+  s.http = http_options(config);
+  s.log = log_options(config);
+  s.stats_interval = config.get<milliseconds>("log.stats_interval_ms");
+  s.takeover_socket = config.get<std::string>("server.takeover_socket");
+  return s;
+}
+
+StartupMemory startup_memory(const ServerOptions& server, const LoopOptions& loop,
+                             const LogOptions& log, const MachineLimits& machine) {
+  StartupMemory memory;
+  memory.workers = server.thread_num == 0 ? machine.cpus : server.thread_num;
+  memory.per_worker = uint64_t{loop.ring_entries} * kRingBytesPerEntry;
+  memory.per_worker +=
+      uint64_t{loop.provided_buffers_count} * (loop.provided_buffer_size + kBufferRingEntryBytes);
+  memory.per_worker += uint64_t{loop.registered_buffers_count} * loop.registered_buffer_size;
+  memory.shared = std::min<uint64_t>(loop.ring_entries, kAcceptRingEntries) * kRingBytesPerEntry;
+  if (log.async)
+    memory.shared += std::bit_ceil(uint64_t{log.queue_capacity}) * Logger::kQueueSlotBytes;
+  return memory;
+}
+
+}  // namespace ucp::app
