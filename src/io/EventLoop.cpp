@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
 #include "ucp/memory/MemoryPool.h"
 

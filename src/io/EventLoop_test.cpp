@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "ucp/io/Operations.h"
-#include "ucp/io/RingMessage.h"
+#include "ucp/io/detail/LoopAccess.h"
+#include "ucp/io/detail/RingMessage.h"
+#include "ucp/io/detail/VectoredSend.h"
 
 #include "Backends.h"
 #include "SocketPair.h"
@@ -366,8 +368,8 @@ TEST(EventLoop, RegisteredBuffersCarryFixedReadsAndWrites) {
   SocketPair pair;
   std::string received;
   run_task(loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
-    io::BufferLease source = l.borrow_receive_buffer();
-    io::BufferLease target = l.borrow_receive_buffer();
+    io::BufferLease source = io::LoopAccess::borrow_receive_buffer(l);
+    io::BufferLease target = io::LoopAccess::borrow_receive_buffer(l);
     EXPECT_EQ(source.source(), io::BufferLease::Source::kRegistered);
     EXPECT_EQ(target.source(), io::BufferLease::Source::kRegistered);
     EXPECT_NE(source.registered_index(), target.registered_index());
@@ -386,9 +388,9 @@ TEST(EventLoop, RegisteredBuffersCarryFixedReadsAndWrites) {
   EXPECT_EQ(received, "fixed buffers");
   // Dropped leases went back: all four can be borrowed again.
   std::vector<io::BufferLease> all;
-  for (int i = 0; i < 4; ++i) all.push_back(loop.borrow_receive_buffer());
+  for (int i = 0; i < 4; ++i) all.push_back(io::LoopAccess::borrow_receive_buffer(loop));
   for (const auto& lease : all) EXPECT_EQ(lease.source(), io::BufferLease::Source::kRegistered);
-  EXPECT_EQ(loop.borrow_receive_buffer().source(), io::BufferLease::Source::kPool);
+  EXPECT_EQ(io::LoopAccess::borrow_receive_buffer(loop).source(), io::BufferLease::Source::kPool);
 }
 
 TEST(FixedBuffers, LendEachBufferOnceAndLocateSpans) {
@@ -555,7 +557,7 @@ TEST_P(RingMessages, EveryValueReachesTheOtherLoopExactlyOnce) {
   int received = 0;
   bool on_loop_thread = true;
   EventLoop& r = *receiver;
-  receiver->set_message_handler([&](int32_t value) {
+  io::LoopAccess::set_message_handler(*receiver, [&](int32_t value) {
     on_loop_thread = on_loop_thread && r.in_loop_thread();
     if (value >= 0 && value < kCount) ++seen[static_cast<size_t>(value)];
     if (++received == kCount) r.stop();
@@ -623,7 +625,7 @@ TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
   EventLoop& r = *receiver;
   // The receiver stops itself once messages are flowing, while many are still on their way:
   // from its own thread, so the stop falls mid-stream however the threads are scheduled.
-  receiver->set_message_handler([&](int32_t fd) {
+  io::LoopAccess::set_message_handler(*receiver, [&](int32_t fd) {
     if (r.io_closed()) handled_while_closing.fetch_add(1, std::memory_order_relaxed);
     UniqueFd owned(fd);  // handled or not, the receiver owns it now
     if (handled.fetch_add(1, std::memory_order_relaxed) + 1 == 2000) r.stop();
@@ -687,7 +689,7 @@ TEST(EventLoop, MessagesAlreadyOnTheirWayWhenTheTargetStopsAreStillHandled) {
   std::atomic<int> handled{0};
   std::atomic<int> handled_while_closing{0};
   EventLoop& r = *receiver;
-  receiver->set_message_handler([&](int32_t fd) {
+  io::LoopAccess::set_message_handler(*receiver, [&](int32_t fd) {
     if (r.io_closed()) handled_while_closing.fetch_add(1, std::memory_order_relaxed);
     UniqueFd owned(fd);
     handled.fetch_add(1, std::memory_order_relaxed);
@@ -695,8 +697,8 @@ TEST(EventLoop, MessagesAlreadyOnTheirWayWhenTheTargetStopsAreStillHandled) {
   std::thread receiver_thread([&] { receiver->run(); });
   // The mailbox state is only visible through a reservation: take one and give it back.
   auto mailbox_open = [&] {
-    if (!receiver->reserve_incoming_message()) return false;
-    receiver->release_incoming_message();
+    if (!io::LoopAccess::reserve_incoming_message(*receiver)) return false;
+    io::LoopAccess::release_incoming_message(*receiver);
     return true;
   };
   EXPECT_TRUE(spin_until(mailbox_open));
@@ -766,10 +768,10 @@ TEST_P(LoopBackends, PreSubmitHooksRunOnceAfterTheReadyCoroutinesAndCanBeCancell
   run_task(
       *loop,
       [](EventLoop& l, RecordingHook& h, RecordingHook& c, std::vector<std::string>& o) -> Task<> {
-        l.run_before_submit(h);
-        l.run_before_submit(h);  // already waiting: still runs once
-        l.run_before_submit(c);
-        l.cancel_before_submit(c);
+        io::LoopAccess::run_before_submit(l, h);
+        io::LoopAccess::run_before_submit(l, h);  // already waiting: still runs once
+        io::LoopAccess::run_before_submit(l, c);
+        io::LoopAccess::cancel_before_submit(l, c);
         co_await YieldToReady{l};
         o.push_back("resumed");  // ready work of this iteration comes before the hook
         co_await io::sleep_for(l, std::chrono::milliseconds(1));
@@ -816,7 +818,7 @@ TEST_P(LoopBackends, VectoredSendOnAWritableConnectionMaySendAtOnce) {
   auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
-  loop->attach(pair.a.get());
+  io::LoopAccess::attach(*loop, pair.a.get());
   int calls = 0;
   io::VectoredSend send(*loop, pair.a.get(), &calls,
                         [](void* owner, int32_t) noexcept { ++*static_cast<int*>(owner); });
@@ -841,7 +843,7 @@ TEST_P(LoopBackends, VectoredSendOnAWritableConnectionMaySendAtOnce) {
                got.append(reinterpret_cast<const char*>(buffer.data()), *n);
              }
            }(*loop, send, pair.b.get(), started, at_once, received));
-  loop->detach(pair.a.get());
+  io::LoopAccess::detach(*loop, pair.a.get());
   ASSERT_TRUE(started);
   EXPECT_EQ(received, "at once");
   EXPECT_FALSE(send.in_flight());

@@ -6,6 +6,8 @@
 
 #include <sys/stat.h>
 
+#include "ucp/io/detail/LoopAccess.h"
+
 namespace ucp {
 
 struct File::Batch {
@@ -77,7 +79,7 @@ Task<> File::read_batch(std::span<ReadRequest> requests) {
       op.result = -EINVAL;  // as ReadOp: 0 must mean the end of the file
       continue;
     }
-    if (loop_->submit(op)) ++batch.outstanding;  // refused: op.result says why
+    if (io::LoopAccess::submit(*loop_, op)) ++batch.outstanding;  // refused: op.result says why
   }
   co_await BatchDone{batch.outstanding, batch.waiter};
 }

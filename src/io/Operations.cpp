@@ -7,14 +7,16 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "ucp/io/detail/LoopAccess.h"
+
 namespace ucp::io {
 
 bool OperationAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
   op_.waiter = caller;
-  return loop_.submit(op_);
+  return io::LoopAccess::submit(loop_, op_);
 }
 
-void OperationAwaiter::cancel() noexcept { loop_.cancel(op_); }
+void OperationAwaiter::cancel() noexcept { io::LoopAccess::cancel(loop_, op_); }
 
 RecvOp::RecvOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint32_t timeout_ms) noexcept
     : OperationAwaiter(loop) {
@@ -68,7 +70,7 @@ bool SendAllOp::submit_next() noexcept {
   const size_t left = data_.size() - sent_;
   op_.data = const_cast<std::byte*>(data_.data() + sent_);
   op_.size = static_cast<uint32_t>(std::min<size_t>(left, UINT32_MAX));
-  return loop_.submit(op_);
+  return io::LoopAccess::submit(loop_, op_);
 }
 
 std::coroutine_handle<> SendAllOp::on_send(IoContext& context, int32_t res, uint32_t) noexcept {
@@ -83,53 +85,6 @@ std::coroutine_handle<> SendAllOp::on_send(IoContext& context, int32_t res, uint
   }
   self->result_ = res > 0 ? 0 : res;
   return context.waiter;
-}
-
-VectoredSend::VectoredSend(EventLoop& loop, int socket_fd, void* owner,
-                           OnComplete callback) noexcept
-    : loop_(loop), owner_(owner), on_complete_(callback) {
-  op().fd = socket_fd;
-  op().on_complete = &on_done;
-}
-
-Result<std::optional<int32_t>> VectoredSend::start(std::span<const iovec> buffers) noexcept {
-  const size_t count = std::min(buffers.size(), kMaxBuffers);
-  if (count == 0) return Unexpected{std::errc::invalid_argument};
-  if (count == 1) {
-    op().code = OpCode::kSend;
-    op().data = buffers[0].iov_base;
-    op().size = static_cast<uint32_t>(std::min<size_t>(buffers[0].iov_len, UINT32_MAX));
-  } else {
-    if (!gather_) gather_ = make_pooled<Gather>();
-    std::copy_n(buffers.begin(), count, gather_->buffers);
-    gather_->message = msghdr{};
-    gather_->message.msg_iov = gather_->buffers;
-    gather_->message.msg_iovlen = count;
-    op().code = OpCode::kSendMsg;
-    op().data = &gather_->message;
-  }
-  if (loop_.try_now(op())) {
-    gather_.reset();
-    return std::optional<int32_t>{op().result};
-  }
-  if (!loop_.submit(op())) {
-    gather_.reset();
-    return Unexpected{error_from_errno(-op().result)};
-  }
-  in_flight_ = true;
-  return std::optional<int32_t>{};
-}
-
-void VectoredSend::cancel() noexcept {
-  if (in_flight_) loop_.cancel(op());
-}
-
-std::coroutine_handle<> VectoredSend::on_done(IoContext& context, int32_t res, uint32_t) noexcept {
-  auto* self = static_cast<VectoredSend*>(static_cast<Operation*>(&context));
-  self->in_flight_ = false;
-  self->gather_.reset();                  // the kernel is done with the iovecs
-  self->on_complete_(self->owner_, res);  // may free `self`'s owner: touch nothing after
-  return {};
 }
 
 ReadOp::ReadOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint64_t offset) noexcept
@@ -214,7 +169,7 @@ bool SendFileOp::submit_next() noexcept {
   constexpr uint64_t kMaxPerOperation = uint64_t{1} << 30;
   op_.offset = offset_ + sent_;
   op_.size = static_cast<uint32_t>(std::min(length_ - sent_, kMaxPerOperation));
-  in_flight_ = loop_.submit(op_);
+  in_flight_ = io::LoopAccess::submit(loop_, op_);
   return in_flight_;
 }
 
@@ -241,7 +196,7 @@ std::coroutine_handle<> SendFileOp::on_sent(IoContext& context, int32_t res, uin
 
 void SendFileOp::cancel() noexcept {
   cancelled_ = true;  // no further piece after the one in flight
-  if (in_flight_) loop_.cancel(op_);
+  if (in_flight_) io::LoopAccess::cancel(loop_, op_);
 }
 
 Result<uint64_t> SendFileOp::await_resume() const noexcept {
@@ -277,7 +232,7 @@ CloseOp::CloseOp(EventLoop& loop, int fd) noexcept : OperationAwaiter(loop) {
 }
 
 bool CloseOp::await_suspend(std::coroutine_handle<> caller) noexcept {
-  loop_.detach(op_.fd);
+  io::LoopAccess::detach(loop_, op_.fd);
   if (OperationAwaiter::await_suspend(caller)) return true;
   op_.result = ::close(op_.fd) == 0 ? 0 : -errno;  // the loop cannot take it: never leak the fd
   return false;

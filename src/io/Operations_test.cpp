@@ -1,4 +1,4 @@
-// Every operation of io/Operation.h over real fds, on both backends: each test runs on
+// Every operation of io/detail/Operation.h over real fds, on both backends: each test runs on
 // io_uring and on epoll and expects the same results (the Operations suite is parameterized by
 // the backend). Loopback sockets, socketpairs, pipes and a temporary file; every wait bounded.
 
@@ -20,12 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ucp/io/Datagram.h"
-#include "ucp/io/MultishotAccept.h"
-#include "ucp/io/MultishotRecv.h"
-#include "ucp/io/MultishotRecvMsg.h"
-#include "ucp/io/RingMessage.h"
 #include "ucp/io/WithTimeout.h"
+#include "ucp/io/detail/DatagramLayout.h"
+#include "ucp/io/detail/LoopAccess.h"
+#include "ucp/io/detail/MultishotAccept.h"
+#include "ucp/io/detail/MultishotRecv.h"
+#include "ucp/io/detail/MultishotRecvMsg.h"
+#include "ucp/io/detail/RingMessage.h"
+#include "ucp/io/detail/VectoredSend.h"
 
 #include "Backends.h"
 #include "SocketPair.h"
@@ -180,7 +182,7 @@ TEST_P(Operations, MultishotAcceptTakesEveryConnectionUntilCancelled) {
   ASSERT_TRUE(loop->capabilities().multishot_accept);
   uint16_t port = 0;
   UniqueFd listener = bound_socket(SOCK_STREAM, port);
-  loop->attach(listener.get());  // as TcpServer does
+  io::LoopAccess::attach(*loop, listener.get());  // as TcpServer does
   std::vector<UniqueFd> accepted;
   io::MultishotAccept acceptor(*loop, listener.get(), &accepted, [](void* owner, int fd) noexcept {
     static_cast<std::vector<UniqueFd>*>(owner)->emplace_back(fd);
@@ -211,7 +213,7 @@ TEST_P(Operations, MultishotAcceptTakesEveryConnectionUntilCancelled) {
   EXPECT_EQ(accepted.size(), kClients);
   ASSERT_FALSE(ended);
   EXPECT_EQ(ended.error(), std::errc::operation_canceled);
-  loop->detach(listener.get());
+  io::LoopAccess::detach(*loop, listener.get());
   EXPECT_EQ(loop->in_flight(), 0u);
 }
 
@@ -228,7 +230,7 @@ TEST_P(Operations, MultishotReceiveDeliversEveryByteInOrderThenEof) {
     ASSERT_TRUE(loop);
     ASSERT_TRUE(loop->capabilities().multishot_receive);
     SocketPair pair;
-    loop->attach(pair.b.get());
+    io::LoopAccess::attach(*loop, pair.b.get());
     std::string sent(5000, '\0');
     for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>('a' + i % 23);
     std::string received;
@@ -257,9 +259,9 @@ TEST_P(Operations, MultishotReceiveDeliversEveryByteInOrderThenEof) {
     EXPECT_TRUE(eof);
     EXPECT_EQ(received.size(), sent.size());
     EXPECT_TRUE(received == sent) << "bytes lost or reordered";
-    EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+    EXPECT_EQ(io::LoopAccess::receive_buffers(*loop)->held(), 0u);
     EXPECT_EQ(loop->in_flight(), 0u);
-    loop->detach(pair.b.get());
+    io::LoopAccess::detach(*loop, pair.b.get());
   }
 }
 
@@ -447,7 +449,7 @@ TEST_P(Operations, RingMessagesExistOnlyWhereTheBackendHasThem) {
   io::Operation op;
   op.code = io::OpCode::kRingMessage;
   op.aux = receiver.get();
-  EXPECT_FALSE(sender->submit(op));
+  EXPECT_FALSE(io::LoopAccess::submit(*sender, op));
   EXPECT_EQ(op.result, -EOPNOTSUPP);
   EXPECT_EQ(sender->in_flight(), 0u);
   Result<void> result;
@@ -492,7 +494,7 @@ struct MultishotDatagrams : io::Operation {
     Completion c{res, flags, {}, 0, false};
     if (flags & io::kCompletionBuffer) {
       const uint16_t id = io::buffer_id_of(flags);
-      std::byte* buffer = self.loop->receive_buffers()->buffer(id);
+      std::byte* buffer = io::LoopAccess::receive_buffers(*self.loop)->buffer(id);
       if (auto view =
               io::parse_datagram(buffer, static_cast<uint32_t>(res), self.shape.msg_namelen)) {
         c.payload = text_of(view->payload);
@@ -501,8 +503,8 @@ struct MultishotDatagrams : io::Operation {
           c.source_port = ntohs(reinterpret_cast<const sockaddr_in*>(view->source)->sin_port);
         }
       }
-      self.loop->receive_buffers()->note_taken();
-      self.loop->receive_buffers()->recycle(id);
+      io::LoopAccess::receive_buffers(*self.loop)->note_taken();
+      io::LoopAccess::receive_buffers(*self.loop)->recycle(id);
     }
     self.seen.push_back(std::move(c));
     if (!(flags & io::kCompletionMore)) self.ended = true;
@@ -511,9 +513,9 @@ struct MultishotDatagrams : io::Operation {
 };
 
 // The same datagrams give the same completions on both backends: one loop receive buffer each,
-// laid out as io/Datagram.h draws, with kCompletionMore (a 0-byte datagram too, although the
-// kernel ends io_uring's multishot recvmsg there: the backend starts it again); one longer than
-// the buffer's room arrives cut, with MSG_TRUNC. A cancel ends it, with no buffer.
+// laid out as io/detail/DatagramLayout.h draws, with kCompletionMore (a 0-byte datagram too,
+// although the kernel ends io_uring's multishot recvmsg there: the backend starts it again); one
+// longer than the buffer's room arrives cut, with MSG_TRUNC. A cancel ends it, with no buffer.
 TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
   LoopOptions options;
   options.provided_buffers_count = 16;
@@ -524,7 +526,7 @@ TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
   uint16_t receiver_port = 0, sender_port = 0;
   UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
   UniqueFd sender = bound_socket(SOCK_DGRAM, sender_port);
-  loop->attach(receiver.get());
+  io::LoopAccess::attach(*loop, receiver.get());
   sockaddr_in target = loopback(receiver_port);
   ASSERT_EQ(::connect(sender.get(), reinterpret_cast<sockaddr*>(&target), sizeof target), 0);
   const std::string big = pattern(2000, 3);  // 1024 - 48 bytes of room: cut
@@ -539,9 +541,9 @@ TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
   op.data = &op.shape;
   op.on_complete = &MultishotDatagrams::on;
   run_task(*loop, [](EventLoop& l, MultishotDatagrams& o) -> Task<> {
-    EXPECT_TRUE(l.submit(o));
+    EXPECT_TRUE(io::LoopAccess::submit(l, o));
     for (int i = 0; i < 2000 && o.seen.size() < 4; ++i) co_await io::sleep_for(l, 1ms);
-    l.cancel(o);
+    io::LoopAccess::cancel(l, o);
     for (int i = 0; i < 2000 && !o.ended; ++i) co_await io::sleep_for(l, 1ms);
   }(*loop, op));
   ASSERT_EQ(op.seen.size(), 5u);
@@ -560,9 +562,9 @@ TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
   }
   EXPECT_EQ(op.seen[4].res, -ECANCELED);
   EXPECT_EQ(op.seen[4].flags, 0u);
-  EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+  EXPECT_EQ(io::LoopAccess::receive_buffers(*loop)->held(), 0u);
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(receiver.get());
+  io::LoopAccess::detach(*loop, receiver.get());
 }
 
 // Through the stream: every datagram (0 bytes included) with its source, in order, across the
@@ -584,7 +586,7 @@ TEST_P(Operations, MultishotRecvMsgDeliversEveryDatagramWithItsSource) {
     ::setsockopt(receiver.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
     UniqueFd first = bound_socket(SOCK_DGRAM, first_port);
     UniqueFd second = bound_socket(SOCK_DGRAM, second_port);
-    loop->attach(receiver.get());
+    io::LoopAccess::attach(*loop, receiver.get());
     sockaddr_in target = loopback(receiver_port);
     constexpr size_t kCount = 300;  // past kMaxQueued: the stream pauses at least once
     for (size_t i = 0; i < kCount; ++i) {
@@ -629,9 +631,9 @@ TEST_P(Operations, MultishotRecvMsgDeliversEveryDatagramWithItsSource) {
       EXPECT_EQ(got[i].first, pattern(i % 5 == 0 ? 0 : (i * 37) % 2000, i)) << "datagram " << i;
       EXPECT_EQ(got[i].second, i % 2 == 0 ? first_port : second_port) << "datagram " << i;
     }
-    EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+    EXPECT_EQ(io::LoopAccess::receive_buffers(*loop)->held(), 0u);
     EXPECT_EQ(loop->in_flight(), 0u);
-    loop->detach(receiver.get());
+    io::LoopAccess::detach(*loop, receiver.get());
   }
 }
 
@@ -643,7 +645,7 @@ TEST_P(Operations, SendmsgBatchOnOneDatagramSocketKeepsEveryDatagram) {
   uint16_t receiver_port = 0, sender_port = 0;
   UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
   UniqueFd sender = bound_socket(SOCK_DGRAM, sender_port);
-  loop->attach(sender.get());
+  io::LoopAccess::attach(*loop, sender.get());
   constexpr size_t kCount = 100;  // more than one sendmmsg's worth on epoll
   std::vector<std::string> payloads;
   for (size_t i = 0; i < kCount; ++i) payloads.push_back(pattern(i * 11, i));
@@ -688,7 +690,7 @@ TEST_P(Operations, SendmsgBatchOnOneDatagramSocketKeepsEveryDatagram) {
     EXPECT_EQ(std::string(buffer.data(), static_cast<size_t>(n)), payloads[i]);
   }
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(sender.get());
+  io::LoopAccess::detach(*loop, sender.get());
 }
 
 // ---- files ----
@@ -789,7 +791,7 @@ TEST_P(Operations, SendFileMovesAFileRegionToASocketUnchanged) {
   const std::string contents = pattern(3 * 1024 * 1024 + 123, 5);  // several pipes' worth
   UniqueFd file = file_with(contents);
   TcpPair pair(true);  // small buffers and a slow reader: the sender waits for room
-  loop->attach(pair.server.get());
+  io::LoopAccess::attach(*loop, pair.server.get());
   struct Outcome {
     Result<uint64_t> whole = Unexpected{std::errc::io_error};
     Result<uint64_t> middle = Unexpected{std::errc::io_error};
@@ -823,7 +825,7 @@ TEST_P(Operations, SendFileMovesAFileRegionToASocketUnchanged) {
   EXPECT_TRUE(o.received == expected) << "bytes lost, reordered or changed";
   EXPECT_EQ(::lseek(file.get(), 0, SEEK_CUR), 0);  // positional: the file position stays
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(pair.server.get());
+  io::LoopAccess::detach(*loop, pair.server.get());
 }
 
 TEST_P(Operations, SendFileToAPeerThatLeftFailsWithoutSigpipe) {
@@ -834,7 +836,7 @@ TEST_P(Operations, SendFileToAPeerThatLeftFailsWithoutSigpipe) {
   int linger_bytes[2] = {1, 0};  // close with RST
   ::setsockopt(pair.client.get(), SOL_SOCKET, SO_LINGER, linger_bytes, sizeof linger_bytes);
   pair.client.reset();
-  loop->attach(pair.server.get());
+  io::LoopAccess::attach(*loop, pair.server.get());
   Result<uint64_t> sent = uint64_t{0};
   run_task(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
     co_await io::sleep_for(l, 5ms);  // the reset has arrived
@@ -844,7 +846,7 @@ TEST_P(Operations, SendFileToAPeerThatLeftFailsWithoutSigpipe) {
   EXPECT_TRUE(sent.error() == std::errc::broken_pipe || sent.error() == std::errc::connection_reset)
       << sent.error().message();
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(pair.server.get());
+  io::LoopAccess::detach(*loop, pair.server.get());
 }
 
 TEST_P(Operations, SendFileToAPeerThatNeverReadsEndsWithItsDeadline) {
@@ -852,7 +854,7 @@ TEST_P(Operations, SendFileToAPeerThatNeverReadsEndsWithItsDeadline) {
   ASSERT_TRUE(loop);
   UniqueFd file = file_with(pattern(8 << 20, 2));
   TcpPair pair(true);
-  loop->attach(pair.server.get());
+  io::LoopAccess::attach(*loop, pair.server.get());
   Result<uint64_t> sent = uint64_t{0};
   run_task(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
     out = co_await with_timeout(io::send_file(l, server, f, 0, 8 << 20), 50ms);
@@ -860,7 +862,7 @@ TEST_P(Operations, SendFileToAPeerThatNeverReadsEndsWithItsDeadline) {
   ASSERT_FALSE(sent);
   EXPECT_EQ(sent.error(), std::errc::timed_out);
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(pair.server.get());
+  io::LoopAccess::detach(*loop, pair.server.get());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "ucp/io/detail/TimerQueue.h"
+
 namespace ucp::io {
 
 // A 4-ary heap: half the depth of a binary one, and the four children of a node share a

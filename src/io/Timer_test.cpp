@@ -2,14 +2,14 @@
 // earlier, and callbacks that add or cancel timers while the heap fires. Time is simulated:
 // fire_due() is given the "now" to fire at, so nothing here depends on the wall clock.
 
-#include "ucp/io/Timer.h"
-
 #include <algorithm>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "ucp/io/detail/TimerQueue.h"
 
 namespace ucp::io {
 namespace {

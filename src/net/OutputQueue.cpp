@@ -1,4 +1,4 @@
-#include "ucp/net/OutputQueue.h"
+#include "ucp/net/detail/OutputQueue.h"
 
 #include <algorithm>
 #include <bit>

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
 
 namespace ucp {
@@ -34,7 +35,7 @@ RingHandOff::RingHandOff(EventLoop& main_loop, std::vector<EventLoop*> workers, 
     EventLoop* loop = workers_[i];
     // The handler belongs to the worker's thread: install it there.
     loop->post([this, loop, i] {
-      loop->set_message_handler([this, i](int32_t value) { receive(i, value); });
+      io::LoopAccess::set_message_handler(*loop, [this, i](int32_t value) { receive(i, value); });
     });
   }
 }

@@ -1,7 +1,9 @@
-#include "ucp/net/StreamReader.h"
+#include "ucp/net/detail/StreamReader.h"
 
 #include <cassert>
 #include <cerrno>
+
+#include "ucp/io/detail/LoopAccess.h"
 
 namespace ucp {
 
@@ -70,7 +72,7 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
   int32_t registered_index = -1;
   if (lease_ != nullptr) {
     // Borrowed for this read only: a registered buffer when the loop has one free.
-    *lease_ = r.loop().borrow_receive_buffer();
+    *lease_ = io::LoopAccess::borrow_receive_buffer(r.loop());
     into = lease_->writable();
     registered_index = lease_->registered_index();
   }
@@ -87,7 +89,7 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
     single_shot_->timeout.ms = r.timeout_ms_;
     op.timeout = &single_shot_->timeout;
   }
-  if (!r.loop().submit(op)) {
+  if (!io::LoopAccess::submit(r.loop(), op)) {
     result_ = op.result;
     single_shot_.reset();
     return false;
@@ -156,7 +158,7 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
   StreamReader& r = reader_;
   if (r.waiting_ != this) return;  // not waiting (any more)
   if (mode_ == Mode::kSingleShot) {
-    r.loop().cancel(single_shot_->op);  // its completion resumes us
+    io::LoopAccess::cancel(r.loop(), single_shot_->op);  // its completion resumes us
     return;
   }
   r.waiting_ = nullptr;
@@ -184,7 +186,7 @@ void StreamReader::stop(std::errc reason) noexcept {
   if (reader == nullptr) return;
   if (reader->mode_ == ReadAwaiter::Mode::kSingleShot) {
     // Its completion (-ECANCELED, or data that won the race) resumes it.
-    loop().cancel(reader->single_shot_->op);
+    io::LoopAccess::cancel(loop(), reader->single_shot_->op);
   } else {
     loop().schedule(reader->caller_);  // resumes now with `reason`
   }

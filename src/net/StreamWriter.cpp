@@ -1,9 +1,11 @@
-#include "ucp/net/StreamWriter.h"
+#include "ucp/net/detail/StreamWriter.h"
 
 #include <cassert>
 #include <cerrno>
 
 #include <sys/socket.h>
+
+#include "ucp/io/detail/LoopAccess.h"
 
 namespace ucp {
 
@@ -28,7 +30,7 @@ StreamWriter::StreamWriter(EventLoop& loop, int fd, OutputLimits limits, void* o
 
 StreamWriter::~StreamWriter() {
   assert(idle());
-  loop().cancel_before_submit(send_hook());
+  io::LoopAccess::cancel_before_submit(loop(), send_hook());
 }
 
 // ---- WriteAwaiter ----
@@ -88,7 +90,7 @@ Result<void> StreamWriter::WriteAwaiter::await_resume() const noexcept {
 // ---- sending ----
 
 void StreamWriter::request_send() noexcept {
-  if (!send_.in_flight() && !queue_.empty()) loop().run_before_submit(send_hook());
+  if (!send_.in_flight() && !queue_.empty()) io::LoopAccess::run_before_submit(loop(), send_hook());
 }
 
 void StreamWriter::on_send_hook(io::PreSubmitHook& hook) noexcept {
@@ -278,7 +280,7 @@ void StreamWriter::FlushAwaiter::await_suspend(std::coroutine_handle<> caller) n
 }
 
 void StreamWriter::abandon() noexcept {
-  loop().cancel_before_submit(send_hook());
+  io::LoopAccess::cancel_before_submit(loop(), send_hook());
   loop().cancel_timer(deadline());
   if (!queue_.empty()) drop_queue();
 }

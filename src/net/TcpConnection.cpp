@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
 
 namespace ucp {
 
@@ -14,7 +15,7 @@ TcpConnection::TcpConnection(EventLoop& loop, UniqueFd fd, InetAddress peer,
       peer_(peer),
       reader_(loop, fd_.get(), read_timeout_ms, this, &on_side_idle),
       writer_(loop, fd_.get(), output_limits, this, &on_output_event) {
-  loop.attach(fd_.get());
+  io::LoopAccess::attach(loop, fd_.get());
 }
 
 TcpConnection::~TcpConnection() {
@@ -22,7 +23,7 @@ TcpConnection::~TcpConnection() {
   // memory: close() must have run (or nothing was ever started).
   assert(idle());
   writer_.abandon();
-  if (fd_) loop().detach(fd_.get());
+  if (fd_) io::LoopAccess::detach(loop(), fd_.get());
 }
 
 void TcpConnection::on_side_idle(void* self) noexcept {

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "ucp/io/ResumeOn.h"
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/SocketActivation.h"
 
@@ -161,7 +162,7 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
     acceptor->server = this;
     acceptor->loop = main_loop_.get();
     acceptor->listen_fd = std::move(main_listener);
-    main_loop_->attach(acceptor->listen_fd.get());
+    io::LoopAccess::attach(*main_loop_, acceptor->listen_fd.get());
     acceptor_list_.push_back(std::move(acceptor));
   }
   if (acceptors_ == Acceptors::kMain && options_.msg_ring_handoff &&
@@ -244,7 +245,7 @@ void TcpServer::run() {
       continue;
     }
     a->loop->post([this, a] {
-      a->loop->attach(a->listen_fd.get());
+      io::LoopAccess::attach(*a->loop, a->listen_fd.get());
       a->loop->spawn(accept_connections(*a));
     });
   }
@@ -444,7 +445,7 @@ Task<ServerStats> TcpServer::collect_stats() {
 Task<> TcpServer::close_acceptor(Acceptor& acceptor) {
   acceptor.stopping = true;
   if (acceptor.waiting) (void)co_await io::cancel_fd(*acceptor.loop, acceptor.listen_fd.get());
-  acceptor.loop->detach(acceptor.listen_fd.get());
+  io::LoopAccess::detach(*acceptor.loop, acceptor.listen_fd.get());
   acceptor.listen_fd.reset();
   listeners_open_.fetch_sub(1);
 }

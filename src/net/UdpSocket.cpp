@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
 
 namespace ucp {
 
@@ -117,7 +118,7 @@ void set_receive_buffer(int fd, uint32_t bytes) noexcept {
 // the fd live on here until the last completion has come back.
 Task<> reap(EventLoop& loop, std::unique_ptr<io::MultishotRecvMsg> stream, UniqueFd fd) {
   while (stream->busy()) co_await io::sleep_for(loop, std::chrono::milliseconds(1));
-  loop.detach(fd.get());
+  io::LoopAccess::detach(loop, fd.get());
 }
 
 }  // namespace
@@ -135,7 +136,7 @@ UdpSocket::~UdpSocket() {
     loop_.spawn(reap(loop_, std::move(stream_), std::move(fd_)));
     return;
   }
-  loop_.detach(fd_.get());
+  io::LoopAccess::detach(loop_, fd_.get());
 }
 
 Result<std::unique_ptr<UdpSocket>> UdpSocket::bind(EventLoop& loop, const InetAddress& local,
@@ -164,7 +165,7 @@ Result<std::unique_ptr<UdpSocket>> UdpSocket::create(EventLoop& loop, int family
   }
   std::unique_ptr<UdpSocket> self(new UdpSocket(loop, std::move(fd), options));
   if (auto address = InetAddress::local_of(self->fd_.get())) self->local_ = *address;
-  loop.attach(self->fd_.get());
+  io::LoopAccess::attach(loop, self->fd_.get());
   if (io::MultishotRecvMsg::fits(loop, options.max_datagram_bytes)) {
     self->stream_ = std::make_unique<io::MultishotRecvMsg>(loop, self->fd_.get());
   }
@@ -321,7 +322,7 @@ void start_send(EventLoop& loop, int fd, SendSlot* storage, const OutgoingDatagr
   slot.first = index;
   slot.datagrams = count;
   slot.on_complete = &on_slot_sent;
-  if (loop.submit(slot)) ++round.outstanding;  // refused: slot.result says why
+  if (io::LoopAccess::submit(loop, slot)) ++round.outstanding;  // refused: slot.result says why
 }
 
 }  // namespace

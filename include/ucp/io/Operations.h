@@ -1,6 +1,6 @@
 #pragma once
-// Awaitable operations. Each awaiter is one in-flight operation (io/Operation.h): it lives in
-// the awaiting coroutine's frame, and its completion resumes exactly that coroutine.
+// Awaitable operations. Each awaiter is one in-flight operation (io/detail/Operation.h): it lives
+// in the awaiting coroutine's frame, and its completion resumes exactly that coroutine.
 // `await_suspend` only hands the descriptor to the loop; the loop starts the whole
 // iteration's batch at once, on whichever backend it runs.
 //
@@ -29,8 +29,8 @@
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/Operation.h"
 #include "ucp/io/Timer.h"
+#include "ucp/io/detail/Operation.h"
 #include "ucp/memory/MemoryPool.h"
 
 namespace ucp::io {
@@ -86,53 +86,6 @@ class SendAllOp {
   size_t sent_ = 0;
   int32_t result_ = 0;
   Send op_;
-};
-
-/// One send of up to kMaxBuffers buffers as a single operation, owned by an object rather
-/// than a coroutine frame: a connection's output queue keeps one in flight (overlapping sends
-/// on one socket can reorder bytes) and is called back with the result, bytes sent (possibly
-/// fewer than offered) or -errno. One buffer goes out as a send, several as one sendmsg (a
-/// gather, so many small writes cost one operation). The buffers, and this object, must live
-/// until the callback.
-///
-/// It is its own operation descriptor (a private base) rather than holding one that points
-/// back at it: every connection carries one, and the pointer would be 8 bytes of each.
-class VectoredSend : private Operation {
- public:
-  static constexpr size_t kMaxBuffers = 16;
-  using OnComplete = void (*)(void* owner, int32_t res) noexcept;
-
-  VectoredSend(EventLoop& loop, int socket_fd, void* owner, OnComplete callback) noexcept;
-  VectoredSend(const VectoredSend&) = delete;
-  VectoredSend& operator=(const VectoredSend&) = delete;
-
-  /// Starts the send of `buffers` (at most kMaxBuffers are taken) with the loop's batch, or
-  /// sends them at once where the backend can without waiting (EventLoop::try_now): then the
-  /// value is the send's result (bytes, or -errno) and no callback comes. std::nullopt: in
-  /// flight, the callback reports. Refused, with nothing in flight: operation_canceled once
-  /// the loop is shutting down, resource_unavailable_try_again when there is no submission room.
-  Result<std::optional<int32_t>> start(std::span<const iovec> buffers) noexcept;
-  bool in_flight() const noexcept { return in_flight_; }
-  /// Asks for the send in flight to end early (its callback still runs).
-  void cancel() noexcept;
-  EventLoop& loop() const noexcept { return loop_; }
-  int fd() const noexcept { return Operation::fd; }
-
- private:
-  static std::coroutine_handle<> on_done(IoContext& context, int32_t res, uint32_t flags) noexcept;
-  Operation& op() noexcept { return *this; }
-
-  EventLoop& loop_;
-  void* owner_;
-  OnComplete on_complete_;
-  // The kernel may read these after submission (SQPOLL, or a send punted to a worker).
-  // Borrowed from the pool only for a gathering send, so an idle connection holds none.
-  struct Gather {
-    msghdr message{};
-    iovec buffers[kMaxBuffers]{};
-  };
-  PoolPtr<Gather> gather_;
-  bool in_flight_ = false;
 };
 
 /// Files and pipes: one read at `offset` (kCurrentPosition: the file position).

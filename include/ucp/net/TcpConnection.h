@@ -29,8 +29,9 @@
 #include "ucp/io/BufferLease.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/net/InetAddress.h"
-#include "ucp/net/StreamReader.h"
-#include "ucp/net/StreamWriter.h"
+#include "ucp/net/OutputLimits.h"
+#include "ucp/net/detail/StreamReader.h"
+#include "ucp/net/detail/StreamWriter.h"
 
 namespace ucp {
 

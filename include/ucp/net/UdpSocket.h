@@ -13,7 +13,7 @@
 //   }
 //
 // Receiving: where the loop has receive buffers that hold the largest datagram this socket
-// accepts (UdpOptions::max_datagram_bytes plus io/Datagram.h's 48-byte headroom), one
+// accepts (UdpOptions::max_datagram_bytes plus 48 bytes in front of each payload), one
 // long-lived multishot receive fills them, a datagram per buffer, and receive_batch() hands out
 // as many as have arrived without copying (io_uring: multishot recvmsg; epoll: recvmmsg). Else
 // each receive is one recvmsg into a pool block (receive_batch) or the caller's buffer
@@ -46,8 +46,8 @@
 #include "ucp/coro/Task.h"
 #include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/MultishotRecvMsg.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/MultishotRecvMsg.h"
+#include "ucp/io/detail/Operation.h"
 #include "ucp/net/InetAddress.h"
 
 namespace ucp {

@@ -12,8 +12,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/DatagramLayout.h"
 
 #include "../Sigpipe.h"
 
@@ -616,8 +616,8 @@ EpollBackend::Outcome EpollBackend::receive_multishot(Operation& op, FdState& s)
   return Outcome::kBudgetSpent;
 }
 
-// recvmmsg into free receive buffers, each datagram laid out as io/Datagram.h draws (the
-// kernel's own layout on io_uring).
+// recvmmsg into free receive buffers, each datagram laid out as io/detail/DatagramLayout.h draws
+// (the kernel's own layout on io_uring).
 EpollBackend::Outcome EpollBackend::receive_datagrams(Operation& op, FdState& s) noexcept {
   const int fd = op.fd;
   const auto& shape = *static_cast<const msghdr*>(op.data);

@@ -15,7 +15,7 @@
 //
 // Per fd (a vector indexed by fd number; an operation is parked through its own links, so
 // nothing is allocated per operation):
-// - Attached fds (EventLoop::attach: connections, listeners, the wake-up eventfd) have one
+// - Attached fds (LoopAccess::attach: connections, listeners, the wake-up eventfd) have one
 //   persistent EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET registration and readiness hints: set by an
 //   event, cleared by EAGAIN or, on a stream socket, by a short read or send (the socket is
 //   then drained or full, and the next change brings a new edge). So a request costs one recv,
@@ -37,9 +37,9 @@
 // docs/benchmarks.md.
 //
 // Datagrams: a multishot datagram receive is recvmmsg into free receive buffers (up to 32 per
-// call), each written in io_uring's layout (io/Datagram.h); sendmsg operations submitted back to
-// back on one datagram socket go out in one sendmmsg. kSendFile is sendfile(2) when the socket
-// is writable.
+// call), each written in io_uring's layout (io/detail/DatagramLayout.h); sendmsg operations
+// submitted back to back on one datagram socket go out in one sendmmsg. kSendFile is sendfile(2)
+// when the socket is writable.
 //
 // Differences from io_uring, all at the edges: operations still parked on an fd closed through
 // the loop (io::close) end with -ECANCELED (io_uring would leave them waiting on the file);

@@ -24,7 +24,7 @@
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/Operation.h"
 
 namespace ucp::io {
 

@@ -5,7 +5,7 @@
 // pages on every operation. An opt-in strategy of the io_uring backend
 // (event_loop.registered_buffers_count): measured within noise on TCP, off by default.
 //
-// A single-shot receive borrows one (EventLoop::borrow_receive_buffer) and gives it back when
+// A single-shot receive borrows one (LoopAccess::borrow_receive_buffer) and gives it back when
 // the handler drops the BufferLease; a send whose bytes lie inside a registered buffer goes
 // out with WRITE_FIXED automatically (echoing a received lease costs no copy).
 // When every buffer is borrowed, callers fall back to ordinary memory: nothing waits.

@@ -18,7 +18,7 @@
 
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/IoContext.h"
+#include "ucp/io/detail/IoContext.h"
 
 #include "../SetupError.h"
 #include "FixedBuffers.h"

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "ucp/base/UniqueFd.h"
-#include "ucp/io/IoContext.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/IoContext.h"
+#include "ucp/io/detail/Operation.h"
 
 #include "IoUring.h"
 

@@ -6,13 +6,14 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
-#include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/DatagramLayout.h"
+#include "ucp/io/detail/LoopAccess.h"
 
 namespace ucp::io {
 
-// The datagram layout of io/Datagram.h is the kernel's: a multishot recvmsg's buffer is handed
-// up unchanged.
+// The datagram layout of io/detail/DatagramLayout.h is the kernel's: a multishot recvmsg's buffer
+// is handed up unchanged.
 static_assert(sizeof(DatagramHeader) == sizeof(io_uring_recvmsg_out));
 static_assert(offsetof(DatagramHeader, name_length) == offsetof(io_uring_recvmsg_out, namelen));
 static_assert(offsetof(DatagramHeader, control_length) ==
@@ -44,8 +45,9 @@ Result<std::unique_ptr<UringBackend>> UringBackend::create(EventLoop& owner,
   std::unique_ptr<UringBackend> self(new UringBackend(owner));
   int share_fd = -1;
   if (share_with != nullptr && share_with->backend_kind() == BackendKind::kIoUring) {
-    share_fd =
-        static_cast<const UringBackend&>(const_cast<EventLoop*>(share_with)->backend()).ring_fd();
+    share_fd = static_cast<const UringBackend&>(
+                   io::LoopAccess::backend(*const_cast<EventLoop*>(share_with)))
+                   .ring_fd();
   }
   auto ring = IoUring::create(options, share_fd, self->stats_, warnings);
   if (!ring) return Unexpected{ring.error()};
@@ -183,7 +185,8 @@ void UringBackend::prepare(io_uring_sqe* sqe, Operation& op) noexcept {
     case OpCode::kRingMessage: {
       // The target's CQE: user_data = its message context, res = the value. No CQE_SKIP: our
       // own CQE is the only way to learn that the value did not arrive.
-      auto& target = static_cast<UringBackend&>(static_cast<EventLoop*>(op.aux)->backend());
+      auto& target =
+          static_cast<UringBackend&>(io::LoopAccess::backend(*static_cast<EventLoop*>(op.aux)));
       io_uring_prep_msg_ring(sqe, target.ring_fd(), op.size,
                              reinterpret_cast<uint64_t>(&target.message_context_), 0);
       break;
@@ -316,7 +319,7 @@ uint32_t UringBackend::restart_datagrams(Operation& op, uint32_t flags) noexcept
 std::coroutine_handle<> UringBackend::on_message(IoContext& context, int32_t res,
                                                  uint32_t) noexcept {
   // IORING_OP_MSG_RING: `res` is the sender's value, not a result of ours.
-  static_cast<MessageContext&>(context).loop->message_arrived(res);
+  io::LoopAccess::message_arrived(*static_cast<MessageContext&>(context).loop, res);
   return {};
 }
 

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "ucp/io/BufferLease.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/Operation.h"
 #include "ucp/memory/MemoryPool.h"
 
 namespace ucp {

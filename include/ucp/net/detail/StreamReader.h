@@ -3,7 +3,7 @@
 // buffer) and receive() (a lent buffer) in one of two ways, chosen by the loop:
 //
 // - multishot (the loop has receive buffers, LoopCapabilities::multishot_receive): one
-//   long-lived receive queues chunks (io/MultishotRecv.h) and a read returns queued bytes
+//   long-lived receive queues chunks (io/detail/MultishotRecv.h) and a read returns queued bytes
 //   without suspending. The read timeout is a loop timer pushed back on every read (O(1)),
 //   because a deadline linked to the receive would end it.
 // - single-shot: one receive per read, straight into the caller's buffer (receive(): into a
@@ -24,9 +24,9 @@
 #include "ucp/base/Result.h"
 #include "ucp/io/BufferLease.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/MultishotRecv.h"
-#include "ucp/io/Operation.h"
 #include "ucp/io/Timer.h"
+#include "ucp/io/detail/MultishotRecv.h"
+#include "ucp/io/detail/Operation.h"
 #include "ucp/memory/MemoryPool.h"
 
 namespace ucp {

@@ -10,7 +10,7 @@
 //
 // Either way a completion is delivered only while the loop walks its completions, never from
 // inside submit(), and the descriptor and the memory it names must live until the last one.
-// (EventLoop::try_now is the one way to have an operation performed on the spot: it says so,
+// (LoopAccess::try_now is the one way to have an operation performed on the spot: it says so,
 // and then nothing is in flight.)
 //
 // OperationAwaiter is the one base of the awaitable operations (io/Operations.h): it prepares
@@ -23,8 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ucp/io/IoContext.h"
 #include "ucp/io/Timer.h"
+#include "ucp/io/detail/IoContext.h"
 
 namespace ucp {
 class EventLoop;
@@ -41,8 +41,8 @@ enum class OpCode : uint8_t {
   kRecvMsg,           // fd, data = msghdr*: one datagram with its source address
   kRecvMsgMultishot,  // fd, data = msghdr* (only msg_namelen and msg_controllen are read): a
                       // completion per datagram (0 bytes too), each in a loop receive buffer
-                      // laid out as io/Datagram.h draws (kCompletionMore); ends only with an
-                      // error, a cancel or ENOBUFS (a dry pool)
+                      // laid out as io/detail/DatagramLayout.h draws (kCompletionMore); ends only
+                      // with an error, a cancel or ENOBUFS (a dry pool)
   kRead,              // fd, data/size at `offset` (kCurrentPosition: the file position)
   kWrite,             // fd, data/size at `offset`
   kAccept,            // fd, data = sockaddr* (filled), aux = socklen_t*; result: the new fd
@@ -50,12 +50,12 @@ enum class OpCode : uint8_t {
   kConnect,           // fd, data = const sockaddr*, size = its length
   kClose,             // fd: closes it (the loop forgets the fd first)
   kCancelFd,          // fd: ends every operation in flight on fd; result: how many
-  kRingMessage,       // another loop's ring: value in `size` (io/RingMessage.h; io_uring only)
-  kOpenAt,            // fd = directory (AT_FDCWD), data = const char* path, size = open(2) flags,
-                      // offset = mode; result: the new fd
-  kFsync,             // fd; size = kFsyncDataOnly: fdatasync(2), else fsync(2)
-  kSendFile,          // fd = socket, source_fd = file: up to `size` bytes of the file from
-                      // `offset`; result: bytes sent (may be fewer), 0 at the end of the file
+  kRingMessage,  // another loop's ring: value in `size` (io/detail/RingMessage.h; io_uring only)
+  kOpenAt,       // fd = directory (AT_FDCWD), data = const char* path, size = open(2) flags,
+                 // offset = mode; result: the new fd
+  kFsync,        // fd; size = kFsyncDataOnly: fdatasync(2), else fsync(2)
+  kSendFile,     // fd = socket, source_fd = file: up to `size` bytes of the file from
+                 // `offset`; result: bytes sent (may be fewer), 0 at the end of the file
 };
 
 /// kFsync's `size`: only the data (and the metadata needed to read it back), as fdatasync(2).

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "ucp/base/Result.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/Operation.h"
 
 namespace ucp::io {
 

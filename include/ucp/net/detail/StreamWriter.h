@@ -25,25 +25,16 @@
 #include <span>
 #include <system_error>
 
-#include "ucp/base/Defaults.h"
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
 #include "ucp/io/Timer.h"
-#include "ucp/net/OutputQueue.h"
+#include "ucp/io/detail/LoopAccess.h"
+#include "ucp/io/detail/VectoredSend.h"
+#include "ucp/net/OutputLimits.h"
+#include "ucp/net/detail/OutputQueue.h"
 
 namespace ucp {
-
-/// What bounds a connection's queued output (TcpServer fills it from ServerOptions).
-struct OutputLimits {
-  /// write() completes without waiting while the queue holds at most this many bytes.
-  uint64_t max_output_bytes = defaults::kMaxOutputBytes;
-  /// Queued output that waits this long without the peer taking a byte fails with timed_out
-  /// (the connection is then closed by its handler). 0 = no limit while open.
-  uint32_t write_timeout_ms = defaults::kWriteTimeoutMs;
-  /// close() waits for queued output this long without a byte taken, then drops it.
-  uint32_t close_flush_timeout_ms = defaults::kShutdownTimeoutMs;
-};
 
 // The send hook and the deadline's timer node are private bases rather than members pointing
 // back here: every connection carries a writer, and the timer node's tail padding holds the
