@@ -21,7 +21,7 @@ ucp::Task<> serve(ucp::EventLoop& loop, uint16_t port) {
   }
   std::printf("echoing UDP on %s (%s)\n", (*socket)->local_address().to_string().c_str(),
               (*socket)->multishot() ? "batched receives" : "one recvmsg at a time");
-  std::array<ucp::io::ReceivedDatagram, 64> batch;
+  std::array<ucp::ReceivedDatagram, 64> batch;
   std::array<ucp::OutgoingDatagram, 64> replies;
   for (;;) {
     auto n = co_await (*socket)->receive_batch(batch);  // waits for at least one

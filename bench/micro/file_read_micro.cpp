@@ -81,7 +81,8 @@ void BM_Read4KiB(benchmark::State& state, Mode mode) {
   }
   EventLoop& loop = **created;
   if (mode == Mode::kEpollWorkers) {
-    static_cast<ucp::io::EpollBackend&>(ucp::io::LoopAccess::backend(loop)).set_file_nowait(false);
+    static_cast<ucp::detail::EpollBackend&>(ucp::detail::LoopAccess::backend(loop))
+        .set_file_nowait(false);
   }
   char path[] = "/tmp/ucp-file-micro-XXXXXX";
   const int fd = ::mkstemp(path);

@@ -26,7 +26,7 @@
 #include "ucp/io/detail/IoContext.h"
 #include "ucp/io/detail/Operation.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class ReceiveBuffers;
 
@@ -77,4 +77,4 @@ class Backend {
   LoopStats stats_;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

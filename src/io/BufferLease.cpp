@@ -7,7 +7,7 @@
 #include "Backend.h"
 #include "ReceiveBuffers.h"
 
-namespace ucp::io {
+namespace ucp {
 
 BufferLease& BufferLease::operator=(BufferLease&& other) noexcept {
   if (this != &other) {
@@ -60,10 +60,10 @@ void BufferLease::reset() noexcept {
     case Source::kNone:
       break;
     case Source::kReceiveBuffer:
-      io::LoopAccess::receive_buffers(*static_cast<EventLoop*>(owner_))->recycle(id_);
+      detail::LoopAccess::receive_buffers(*static_cast<EventLoop*>(owner_))->recycle(id_);
       break;
     case Source::kRegistered:
-      io::LoopAccess::backend(*static_cast<EventLoop*>(owner_)).release_registered_buffer(id_);
+      detail::LoopAccess::backend(*static_cast<EventLoop*>(owner_)).release_registered_buffer(id_);
       break;
     case Source::kPool:
       MemoryPool::deallocate(owner_);
@@ -75,4 +75,4 @@ void BufferLease::reset() noexcept {
   source_ = Source::kNone;
 }
 
-}  // namespace ucp::io
+}  // namespace ucp

@@ -3,7 +3,7 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/detail/LoopAccess.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 RingMessage::RingMessage(void* owner, OnSent on_sent) noexcept : owner_(owner), on_sent_(on_sent) {
   op_.owner = this;
@@ -16,12 +16,12 @@ Result<void> RingMessage::send(EventLoop& from, EventLoop& target, int32_t value
     return Unexpected{std::errc::operation_not_supported};
   }
   if (from.io_closed()) return Unexpected{std::errc::operation_canceled};
-  if (!io::LoopAccess::reserve_incoming_message(target))
+  if (!detail::LoopAccess::reserve_incoming_message(target))
     return Unexpected{std::errc::connection_refused};
   op_.aux = &target;
   op_.size = static_cast<uint32_t>(value);
-  if (!io::LoopAccess::submit(from, op_)) {
-    io::LoopAccess::release_incoming_message(target);
+  if (!detail::LoopAccess::submit(from, op_)) {
+    detail::LoopAccess::release_incoming_message(target);
     return Unexpected{error_from_errno(-op_.result)};
   }
   target_ = &target;
@@ -35,7 +35,7 @@ std::coroutine_handle<> RingMessage::on_complete(IoContext& context, int32_t res
   auto* self = static_cast<Message&>(context).owner;
   self->in_flight_ = false;
   if (res < 0)
-    io::LoopAccess::release_incoming_message(*self->target_);  // it will never arrive there
+    detail::LoopAccess::release_incoming_message(*self->target_);  // it will never arrive there
   self->on_sent_(*self, void_from_cqe(res));
   return {};
 }
@@ -56,4 +56,4 @@ void SendMessageOp::on_sent(RingMessage& message, Result<void> delivered) noexce
   self->loop_.schedule(self->waiter_);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -11,7 +11,7 @@
 
 #include "ucp/io/detail/TimerQueue.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 namespace {
 
 using namespace std::chrono_literals;
@@ -163,4 +163,4 @@ TEST(TimerQueue, TenThousandRandomTimersFireInNondecreasingDueOrder) {
 }
 
 }  // namespace
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -4,7 +4,7 @@
 
 #include "ucp/io/detail/LoopAccess.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 VectoredSend::VectoredSend(EventLoop& loop, int socket_fd, void* owner,
                            OnComplete callback) noexcept
@@ -29,11 +29,11 @@ Result<std::optional<int32_t>> VectoredSend::start(std::span<const iovec> buffer
     op().code = OpCode::kSendMsg;
     op().data = &gather_->message;
   }
-  if (io::LoopAccess::try_now(loop_, op())) {
+  if (detail::LoopAccess::try_now(loop_, op())) {
     gather_.reset();
     return std::optional<int32_t>{op().result};
   }
-  if (!io::LoopAccess::submit(loop_, op())) {
+  if (!detail::LoopAccess::submit(loop_, op())) {
     gather_.reset();
     return Unexpected{error_from_errno(-op().result)};
   }
@@ -42,7 +42,7 @@ Result<std::optional<int32_t>> VectoredSend::start(std::span<const iovec> buffer
 }
 
 void VectoredSend::cancel() noexcept {
-  if (in_flight_) io::LoopAccess::cancel(loop_, op());
+  if (in_flight_) detail::LoopAccess::cancel(loop_, op());
 }
 
 std::coroutine_handle<> VectoredSend::on_done(IoContext& context, int32_t res, uint32_t) noexcept {
@@ -53,4 +53,4 @@ std::coroutine_handle<> VectoredSend::on_done(IoContext& context, int32_t res, u
   return {};
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -7,7 +7,7 @@
 
 #include "ucp/memory/MemoryPool.h"
 
-namespace ucp {
+namespace ucp::detail {
 namespace {
 
 std::span<const std::byte> bytes(const std::string& text) {
@@ -149,4 +149,4 @@ TEST(OutputQueue, ShortSendsOfAMebibyteDeliverEveryByteOnce) {
 }
 
 }  // namespace
-}  // namespace ucp
+}  // namespace ucp::detail

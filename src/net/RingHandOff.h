@@ -27,7 +27,7 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/detail/RingMessage.h"
 
-namespace ucp {
+namespace ucp::detail {
 
 class RingHandOff {
  public:
@@ -56,7 +56,7 @@ class RingHandOff {
 
  private:
   struct Slot;
-  static void on_sent(io::RingMessage& message, Result<void> delivered) noexcept;
+  static void on_sent(detail::RingMessage& message, Result<void> delivered) noexcept;
   void receive(size_t index, int32_t value);
 
   EventLoop& main_loop_;
@@ -72,4 +72,4 @@ class RingHandOff {
   std::chrono::steady_clock::time_point last_warning_{};
 };
 
-}  // namespace ucp
+}  // namespace ucp::detail

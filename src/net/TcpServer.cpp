@@ -162,7 +162,7 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
     acceptor->server = this;
     acceptor->loop = main_loop_.get();
     acceptor->listen_fd = std::move(main_listener);
-    io::LoopAccess::attach(*main_loop_, acceptor->listen_fd.get());
+    detail::LoopAccess::attach(*main_loop_, acceptor->listen_fd.get());
     acceptor_list_.push_back(std::move(acceptor));
   }
   if (acceptors_ == Acceptors::kMain && options_.msg_ring_handoff &&
@@ -173,8 +173,8 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
   } else if (acceptors_ == Acceptors::kMain && options_.msg_ring_handoff) {
     std::vector<EventLoop*> loops;
     for (auto& worker : workers_) loops.push_back(worker->loop);
-    ring_hand_off_ = std::make_unique<RingHandOff>(*main_loop_, std::move(loops), this,
-                                                   &deliver_from_ring, &fall_back_from_ring);
+    ring_hand_off_ = std::make_unique<detail::RingHandOff>(
+        *main_loop_, std::move(loops), this, &deliver_from_ring, &fall_back_from_ring);
   }
   listeners_open_.store(acceptor_list_.size());
   if (warnings) *warnings += notes;
@@ -245,7 +245,7 @@ void TcpServer::run() {
       continue;
     }
     a->loop->post([this, a] {
-      io::LoopAccess::attach(*a->loop, a->listen_fd.get());
+      detail::LoopAccess::attach(*a->loop, a->listen_fd.get());
       a->loop->spawn(accept_connections(*a));
     });
   }
@@ -288,8 +288,8 @@ Task<> TcpServer::accept_connections(Acceptor& acceptor) {
 }
 
 Task<> TcpServer::multishot_accept_loop(Acceptor& acceptor) {
-  io::MultishotAccept multishot(*acceptor.loop, acceptor.listen_fd.get(), &acceptor,
-                                &on_multishot_accept);
+  detail::MultishotAccept multishot(*acceptor.loop, acceptor.listen_fd.get(), &acceptor,
+                                    &on_multishot_accept);
   while (!acceptor.stopping) {
     acceptor.waiting = true;
     auto ended = co_await multishot;  // accepts until the kernel ends the multishot
@@ -445,7 +445,7 @@ Task<ServerStats> TcpServer::collect_stats() {
 Task<> TcpServer::close_acceptor(Acceptor& acceptor) {
   acceptor.stopping = true;
   if (acceptor.waiting) (void)co_await io::cancel_fd(*acceptor.loop, acceptor.listen_fd.get());
-  io::LoopAccess::detach(*acceptor.loop, acceptor.listen_fd.get());
+  detail::LoopAccess::detach(*acceptor.loop, acceptor.listen_fd.get());
   acceptor.listen_fd.reset();
   listeners_open_.fetch_sub(1);
 }

@@ -11,7 +11,7 @@
 
 #include "ucp/io/BufferLease.h"
 
-namespace ucp::io {
+namespace ucp {
 
 /// One received datagram: its payload lent (the loop's receive buffer, or a pool block), and
 /// where it came from.
@@ -26,4 +26,4 @@ struct ReceivedDatagram {
 inline constexpr uint32_t kMaxUdpPayload = 65527;
 inline constexpr uint32_t kMaxUdpPayloadIpv4 = 65507;
 
-}  // namespace ucp::io
+}  // namespace ucp

@@ -43,12 +43,12 @@
 
 namespace ucp {
 
-namespace io {
+namespace detail {
 class Backend;
 class ReceiveBuffers;
 struct LoopAccess;
 struct PreSubmitHook;
-}  // namespace io
+}  // namespace detail
 
 enum class BackendKind : uint8_t {
   kAuto,     // io_uring, or epoll where io_uring cannot be used (one WARN says why)
@@ -123,8 +123,8 @@ class EventLoop {
   void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
 
   // ---- timers ----
-  void add_timer(io::TimerNode& node, Clock::time_point due) { timers_.add(node, due); }
-  void cancel_timer(io::TimerNode& node) noexcept { timers_.cancel(node); }
+  void add_timer(TimerNode& node, Clock::time_point due) { timers_.add(node, due); }
+  void cancel_timer(TimerNode& node) noexcept { timers_.cancel(node); }
   /// The time this iteration started waiting for completions ended: cheap, a little behind.
   Clock::time_point now() const noexcept { return now_; }
   size_t armed_timers() const noexcept { return timers_.armed(); }
@@ -149,43 +149,43 @@ class EventLoop {
   }
 
  private:
-  // The library's own layers reach what follows through io::LoopAccess
+  // The library's own layers reach what follows through detail::LoopAccess
   // (io/detail/LoopAccess.h), which documents each: programs never call them.
-  friend struct io::LoopAccess;
-  bool submit(io::Operation& op) noexcept;
-  bool try_now(io::Operation& op) noexcept;
-  void cancel(io::Operation& op) noexcept;
+  friend struct detail::LoopAccess;
+  bool submit(detail::Operation& op) noexcept;
+  bool try_now(detail::Operation& op) noexcept;
+  void cancel(detail::Operation& op) noexcept;
   void attach(int fd) noexcept;
   void detach(int fd) noexcept;
-  io::ReceiveBuffers* receive_buffers() noexcept;
-  io::BufferLease borrow_receive_buffer();
+  detail::ReceiveBuffers* receive_buffers() noexcept;
+  BufferLease borrow_receive_buffer();
   void set_message_handler(UniqueFunction<void(int32_t)> handler);
   bool reserve_incoming_message() noexcept;
   void release_incoming_message() noexcept;
   void message_arrived(int32_t value) { arrived_messages_.push_back(value); }
-  void run_before_submit(io::PreSubmitHook& hook) noexcept;
-  void cancel_before_submit(io::PreSubmitHook& hook) noexcept;
-  io::Backend& backend() noexcept { return *backend_; }
+  void run_before_submit(detail::PreSubmitHook& hook) noexcept;
+  void cancel_before_submit(detail::PreSubmitHook& hook) noexcept;
+  detail::Backend& backend() noexcept { return *backend_; }
 
   explicit EventLoop(const LoopOptions& options);
   void run_once();
   void run_posted();
   void resume_ready();
   void run_pre_submit_hooks() noexcept;
-  bool hook_linked(const io::PreSubmitHook& hook) const noexcept;
+  bool hook_linked(const detail::PreSubmitHook& hook) const noexcept;
   void arm_wakeup() noexcept;
   void shutdown_io() noexcept;
   void poll(bool may_block);
-  static std::coroutine_handle<> on_wakeup(IoContext& context, int32_t res,
+  static std::coroutine_handle<> on_wakeup(detail::IoContext& context, int32_t res,
                                            uint32_t flags) noexcept;
   void open_mailbox() noexcept;
   void dispatch_messages();
   uint64_t messages_on_their_way() const noexcept;
 
   LoopOptions options_;
-  std::unique_ptr<io::Backend> backend_;
+  std::unique_ptr<detail::Backend> backend_;
   UniqueFd wake_fd_;  // blocking on purpose: io_uring then waits on it instead of EAGAIN
-  struct WakeOperation : io::Operation {
+  struct WakeOperation : detail::Operation {
     EventLoop* loop = nullptr;
   };
   WakeOperation wake_op_;
@@ -204,10 +204,10 @@ class EventLoop {
   UniqueFunction<void(int32_t)> message_handler_;
   std::vector<int32_t> arrived_messages_;  // this iteration's, handled after the completions
   std::vector<int32_t> handling_messages_;
-  io::TimerQueue timers_;
+  detail::TimerQueue timers_;
   Clock::time_point now_ = Clock::now();
-  io::PreSubmitHook* hooks_head_ = nullptr;
-  io::PreSubmitHook* hooks_tail_ = nullptr;
+  detail::PreSubmitHook* hooks_head_ = nullptr;
+  detail::PreSubmitHook* hooks_tail_ = nullptr;
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> resuming_;
   SpawnGroup spawned_;

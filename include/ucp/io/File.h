@@ -65,7 +65,7 @@ class ReadRequest {
 
  private:
   friend class File;
-  struct Read : io::Operation {
+  struct Read : detail::Operation {
     void* batch = nullptr;
   };
   std::span<std::byte> buffer_;

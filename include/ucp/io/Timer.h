@@ -2,7 +2,7 @@
 // Timers of one loop: intrusive nodes in a per-loop 4-ary min-heap, driven by the loop's wait
 // timeout (no kernel timer object per timer, no allocation per timer).
 //
-//   io::TimerNode node(&on_fire);            // lives in its owner, e.g. a connection
+//   ucp::TimerNode node(&on_fire);            // lives in its owner, e.g. a connection
 //   loop.add_timer(node, loop.now() + 5s);   // fire once, about then
 //   loop.add_timer(node, later);             // moving it later is O(1): see below
 //   loop.cancel_timer(node);                 // or let ~TimerNode do it
@@ -25,10 +25,13 @@ namespace ucp {
 /// The one clock of UCP's loops and timers.
 using Clock = std::chrono::steady_clock;
 
-namespace io {
-
+namespace detail {
 class TimerQueue;
+}
 
+/// One timer of a loop (see above): intrusive, so it lives in its owner, which the callback
+/// finds from the node (a derived struct, or a private base of the owner). Destroying a queued
+/// node removes it from the heap. The owning loop's thread only.
 class TimerNode {
  public:
   using Fire = void (*)(TimerNode&) noexcept;
@@ -45,13 +48,12 @@ class TimerNode {
   Clock::time_point due() const noexcept { return due_; }
 
  private:
-  friend class TimerQueue;
+  friend class detail::TimerQueue;
   Fire fire_;
-  TimerQueue* queue_ = nullptr;
+  detail::TimerQueue* queue_ = nullptr;
   Clock::time_point due_ = Clock::time_point::max();  // max: disarmed
   Clock::time_point key_{};                           // what the heap orders by
   uint32_t index_ = kNotQueued;
 };
 
-}  // namespace io
 }  // namespace ucp

@@ -3,7 +3,7 @@
 // time or in batches.
 //
 //   auto socket = ucp::UdpSocket::bind(loop, *ucp::InetAddress::parse("0.0.0.0", 5353));
-//   std::array<ucp::io::ReceivedDatagram, 64> batch;
+//   std::array<ucp::ReceivedDatagram, 64> batch;
 //   std::array<ucp::OutgoingDatagram, 64> replies;
 //   for (;;) {                                           // an echo
 //     auto n = co_await (*socket)->receive_batch(batch); // >= 1 datagram, payloads lent
@@ -63,7 +63,7 @@ struct UdpOptions {
   /// SO_REUSEPORT: several sockets (one per loop) on one port; the kernel spreads the senders.
   bool reuse_port = false;
   /// The largest datagram received whole (65,527 over IPv6, 65,507 over IPv4).
-  uint32_t max_datagram_bytes = io::kMaxUdpPayload;
+  uint32_t max_datagram_bytes = kMaxUdpPayload;
   /// send_batch() sends a run of datagrams to one destination, each as long as the first (the
   /// last may be shorter, none over 1,452 bytes), as one UDP_SEGMENT (GSO) send: one trip
   /// through the kernel's UDP/IP output path for the run, the same datagrams on the wire. A
@@ -117,7 +117,7 @@ class UdpSocket {
   Task<Result<ReceivedFrom>> recv_from(std::span<std::byte> buffer);
   /// Waits for at least one datagram, then fills `out` with as many as have arrived (lent:
   /// each lease holds a loop buffer or a pool block until dropped). The value is how many.
-  Task<Result<size_t>> receive_batch(std::span<io::ReceivedDatagram> out);
+  Task<Result<size_t>> receive_batch(std::span<ReceivedDatagram> out);
 
   Task<Result<size_t>> send_to(std::span<const std::byte> data, const InetAddress& to);
   /// To the connected peer.
@@ -154,14 +154,14 @@ class UdpSocket {
   static Result<std::unique_ptr<UdpSocket>> create(EventLoop& loop, int family,
                                                    const InetAddress* local,
                                                    const UdpOptions& options);
-  Task<Result<size_t>> receive_one(io::ReceivedDatagram& out);
+  Task<Result<size_t>> receive_one(ReceivedDatagram& out);
   Task<Result<ReceivedFrom>> receive_into(std::span<std::byte> buffer);
 
   EventLoop& loop_;
   UniqueFd fd_;
   InetAddress local_;
   uint32_t max_datagram_bytes_;
-  std::unique_ptr<io::MultishotRecvMsg> stream_;
+  std::unique_ptr<detail::MultishotRecvMsg> stream_;
   io::RecvMsgOp* pending_receive_ = nullptr;  // a single recvmsg in flight (no stream)
   uint64_t truncated_ = 0;                    // single-recvmsg path
   uint64_t send_failures_ = 0;

@@ -17,7 +17,7 @@
 
 #include "../Sigpipe.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 namespace {
 
@@ -1024,4 +1024,4 @@ void EpollBackend::poll(bool block, std::chrono::nanoseconds timeout, ReadyList&
   deliver_completions(ready, limit);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

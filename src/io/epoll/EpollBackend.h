@@ -59,7 +59,7 @@
 #include "BufferStack.h"
 #include "FileWorkers.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class EpollBackend final : public Backend {
  public:
@@ -195,4 +195,4 @@ class EpollBackend final : public Backend {
   bool skipped_wait_ = false;  // the last poll delivered completions without epoll_wait
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -21,7 +21,7 @@
 #include <span>
 #include <vector>
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class FixedBuffers {
  public:
@@ -57,4 +57,4 @@ class FixedBuffers {
   std::vector<uint16_t> free_;  // a stack: the most recently used buffer is still in cache
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -30,7 +30,7 @@
 
 #include "IoUring.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class SpliceSender {
  public:
@@ -91,4 +91,4 @@ class SpliceSender {
   std::vector<std::unique_ptr<Job>> idle_jobs_;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

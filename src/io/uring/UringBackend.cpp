@@ -10,7 +10,7 @@
 #include "ucp/io/detail/DatagramLayout.h"
 #include "ucp/io/detail/LoopAccess.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 // The datagram layout of io/detail/DatagramLayout.h is the kernel's: a multishot recvmsg's buffer
 // is handed up unchanged.
@@ -46,7 +46,7 @@ Result<std::unique_ptr<UringBackend>> UringBackend::create(EventLoop& owner,
   int share_fd = -1;
   if (share_with != nullptr && share_with->backend_kind() == BackendKind::kIoUring) {
     share_fd = static_cast<const UringBackend&>(
-                   io::LoopAccess::backend(*const_cast<EventLoop*>(share_with)))
+                   detail::LoopAccess::backend(*const_cast<EventLoop*>(share_with)))
                    .ring_fd();
   }
   auto ring = IoUring::create(options, share_fd, self->stats_, warnings);
@@ -186,7 +186,7 @@ void UringBackend::prepare(io_uring_sqe* sqe, Operation& op) noexcept {
       // The target's CQE: user_data = its message context, res = the value. No CQE_SKIP: our
       // own CQE is the only way to learn that the value did not arrive.
       auto& target =
-          static_cast<UringBackend&>(io::LoopAccess::backend(*static_cast<EventLoop*>(op.aux)));
+          static_cast<UringBackend&>(detail::LoopAccess::backend(*static_cast<EventLoop*>(op.aux)));
       io_uring_prep_msg_ring(sqe, target.ring_fd(), op.size,
                              reinterpret_cast<uint64_t>(&target.message_context_), 0);
       break;
@@ -319,7 +319,7 @@ uint32_t UringBackend::restart_datagrams(Operation& op, uint32_t flags) noexcept
 std::coroutine_handle<> UringBackend::on_message(IoContext& context, int32_t res,
                                                  uint32_t) noexcept {
   // IORING_OP_MSG_RING: `res` is the sender's value, not a result of ours.
-  io::LoopAccess::message_arrived(*static_cast<MessageContext&>(context).loop, res);
+  detail::LoopAccess::message_arrived(*static_cast<MessageContext&>(context).loop, res);
   return {};
 }
 
@@ -336,4 +336,4 @@ void UringBackend::release_registered_buffer(uint16_t index) noexcept {
   fixed_buffers_->release(index);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

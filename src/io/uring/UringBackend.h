@@ -18,7 +18,7 @@
 #include "IoUring.h"
 #include "SpliceSender.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class UringBackend final : public Backend {
  public:
@@ -69,4 +69,4 @@ class UringBackend final : public Backend {
   MessageContext message_context_;        // never submitted here: its CQEs come from other rings
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

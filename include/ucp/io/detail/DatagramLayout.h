@@ -28,7 +28,7 @@
 
 #include <sys/socket.h>
 
-namespace ucp::io {
+namespace ucp::detail {
 
 struct DatagramHeader {
   uint32_t name_length;
@@ -74,4 +74,4 @@ inline std::optional<DatagramView> parse_datagram(std::byte* buffer, uint32_t us
   return view;
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -16,7 +16,7 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/detail/Operation.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 /// Work a loop runs once just before it submits: after every coroutine that is ready in
 /// this iteration has run. A connection gathers all that its handler wrote during the
@@ -58,7 +58,7 @@ struct LoopAccess {
   static BufferLease borrow_receive_buffer(EventLoop& loop) { return loop.borrow_receive_buffer(); }
 
   // ---- ring messages (io/detail/RingMessage.h) ----
-  /// Loop thread, or before run(). Receives the values other loops send with io::RingMessage,
+  /// Loop thread, or before run(). Receives the values other loops send with detail::RingMessage,
   /// on the loop thread after the completions; the loop's mailbox opens once it runs with a
   /// handler. From the start of shutdown the mailbox refuses new messages, but the loop keeps
   /// reaping until every message already on its way has arrived and calls the handler for
@@ -92,4 +92,4 @@ struct LoopAccess {
   static Backend& backend(EventLoop& loop) noexcept { return loop.backend(); }
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -33,7 +33,7 @@ namespace ucp {
 class EventLoop;
 }
 
-namespace ucp::io {
+namespace ucp::detail {
 
 /// The receive's descriptor is a private base rather than a member pointing back here: every
 /// connection carries one, and the pointer would be 8 bytes of each.
@@ -139,4 +139,4 @@ class MultishotRecv : private Operation {
   bool stopped_ = false;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -39,7 +39,7 @@ namespace ucp {
 class EventLoop;
 }
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class MultishotRecvMsg {
  public:
@@ -126,4 +126,4 @@ class MultishotRecvMsg {
   bool stopped_ = false;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -30,7 +30,7 @@ namespace ucp {
 class EventLoop;
 }
 
-namespace ucp::io {
+namespace ucp::detail {
 
 enum class OpCode : uint8_t {
   kRecv,              // fd, data/size: one receive; buffer_index >= 0: a registered buffer
@@ -137,4 +137,4 @@ class OperationAwaiter {
   Operation op_;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -18,7 +18,7 @@
 #include "ucp/base/Result.h"
 #include "ucp/io/detail/Operation.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class RingMessage {
  public:
@@ -79,4 +79,4 @@ inline SendMessageOp send_message(EventLoop& loop, EventLoop& target, int32_t va
   return SendMessageOp(loop, target, value);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -10,7 +10,7 @@
 
 #include "ucp/io/Timer.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 /// The heap. EventLoop owns one; add/cancel go through EventLoop::add_timer/cancel_timer.
 class TimerQueue {
@@ -50,4 +50,4 @@ class TimerQueue {
   size_t armed_ = 0;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -19,7 +19,7 @@
 #include "ucp/io/detail/Operation.h"
 #include "ucp/memory/MemoryPool.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 /// A connection's output queue keeps one in flight (overlapping sends
 /// on one socket can reorder bytes) and is called back with the result, bytes sent (possibly
@@ -67,4 +67,4 @@ class VectoredSend : private Operation {
   bool in_flight_ = false;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail
