@@ -61,6 +61,17 @@
 
 namespace ucp::detail {
 
+class EpollBackend;
+
+/// An operation's deadline on this backend, in its LinkedTimeout's storage: a loop timer,
+/// armed while the operation is parked, that ends it with -ETIMEDOUT. Made the first time the
+/// operation parks and ended with the LinkedTimeout (LinkedTimeout::end), so a timer the heap
+/// still holds (cancelled lazily) leaves it then.
+struct EpollDeadline : TimerNode {
+  Operation* operation = nullptr;
+  EpollBackend* backend = nullptr;
+};
+
 class EpollBackend final : public Backend {
  public:
   static constexpr size_t kFileWorkers = 2;

@@ -20,6 +20,19 @@
 
 namespace ucp::detail {
 
+/// An operation's deadline on this backend, in its LinkedTimeout's storage: the operation's
+/// SQE and a linked IORING_OP_LINK_TIMEOUT, each with a completion context of its own, so
+/// the operation completes once both CQEs are in, in whichever order they come.
+struct UringDeadline {
+  struct Part : IoContext {
+    Operation* operation = nullptr;
+  };
+  Part operation_part;     // the operation's own completion, held until the timer's
+  Part timer_part;         // the timer's
+  __kernel_timespec spec;  // read by the kernel when the SQE is submitted
+  uint8_t remaining = 0;   // CQEs still to come
+};
+
 class UringBackend final : public Backend {
  public:
   /// `share_with` may be another io_uring loop: with SQPOLL, the rings share its poller.
