@@ -14,7 +14,8 @@ deps:
 	@scripts/install-deps.sh core
 
 # What the tests use besides the build: curl (HTTP clients in the integration tests), clang
-# and its runtime libraries (libFuzzer), haproxy (deploy/haproxy.cfg in Balancer_test), Boost
+# and its runtime libraries (libFuzzer), haproxy (deploy/haproxy.cfg in Balancer_test), promtool
+# (Debian's prometheus package: Registry_test checks the metrics exposition with it), Boost
 # (the Beast WebSocket client) and Node's ws (npm, into build/npm) for the WebSocket interop tests.
 test-deps:
 	@scripts/install-deps.sh core test interop
@@ -54,7 +55,7 @@ test-tsan: deps
 # The libFuzzer harnesses (clang, ASan+UBSan): a short run in make test, a long one in make fuzz.
 fuzz-build: test-deps
 	@cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUCP_SANITIZE=address -DUCP_FUZZ=ON -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build/fuzz -j $(JOBS) --target http_request_fuzz ws_frame_fuzz
+	@cmake --build build/fuzz -j $(JOBS) --target http_request_fuzz ws_frame_fuzz tls_server_fuzz
 
 test-fuzz: fuzz-build
 	scripts/fuzz.sh 25

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer harnesses for a bounded time each: scripts/fuzz.sh SECONDS
 #   make test-fuzz   (part of make test: 25 s each)     make fuzz   (FUZZ_SECONDS, default 600)
-# Harnesses: http_request (the HTTP request path), ws_frame (the WebSocket frame reader).
+# Harnesses: http_request (the HTTP request path), ws_frame (the WebSocket frame reader),
+# tls_server (the server side of the TLS engine).
 # The corpus grows in build/fuzz/corpus/<harness> (the seeds in tests/fuzz/corpus stay as
 # they are); a crash, leak or broken invariant leaves its input in build/fuzz/artifacts/
 # and the exit status is non-zero.
@@ -11,8 +12,8 @@ SECONDS_TOTAL=${1:-25}
 BIN=build/fuzz/bin
 mkdir -p build/fuzz/artifacts
 status=0
-declare -A DICT=([http_request]=http.dict [ws_frame]=ws.dict)
-for harness in http_request ws_frame; do
+declare -A DICT=([http_request]=http.dict [ws_frame]=ws.dict [tls_server]=tls.dict)
+for harness in http_request ws_frame tls_server; do
   work=build/fuzz/corpus/$harness
   mkdir -p "$work"
   echo "fuzz: $harness for ${SECONDS_TOTAL}s"

@@ -9,8 +9,8 @@ set -euo pipefail
 
 packages_for() {
   case "$1" in
-    core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp zlib1g-dev" ;;
-    test) echo "curl clang libclang-rt-14-dev haproxy" ;;
+    core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp zlib1g-dev libssl-dev openssl" ;;
+    test) echo "curl clang libclang-rt-14-dev haproxy prometheus" ;;  # prometheus: promtool
     interop) echo "libboost-dev" ;;  # + nodejs, npm and ws below
     bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3 fio bc" ;;
     memcheck) echo "valgrind" ;;

@@ -4,8 +4,6 @@
 // CPU accounting.
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +16,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "ucp/metrics/LatencyHistogram.h"
 
 namespace bench {
 
@@ -63,57 +63,28 @@ class PatternTable {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Latency histogram: log-linear in nanoseconds, 64 sub-buckets per power of two (<= 1.6 % error).
+// Latency histogram: UCP's LatencyHistogram (1 µs .. 10 s, < 1 % error, nanoseconds), read in
+// microseconds.
 
-class Histogram {
+class Histogram : public ucp::metrics::LatencyHistogram {
  public:
-  void record(int64_t ns) noexcept {
-    const uint64_t v = ns < 0 ? 0 : static_cast<uint64_t>(ns);
-    ++counts_[index(v)];
-    ++total_;
-    max_ = std::max(max_, v);
-  }
-  void merge(const Histogram& other) noexcept {
-    for (size_t i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
-    total_ += other.total_;
-    max_ = std::max(max_, other.max_);
-  }
-  uint64_t total() const noexcept { return total_; }
-  double max_us() const noexcept { return static_cast<double>(max_) / 1e3; }
   /// The value (µs) below which `fraction` of the samples lie; 0 without samples.
   double percentile_us(double fraction) const noexcept {
-    if (total_ == 0) return 0;
-    const auto rank = static_cast<uint64_t>(fraction * static_cast<double>(total_ - 1)) + 1;
-    uint64_t seen = 0;
-    for (size_t i = 0; i < kBuckets; ++i) {
-      seen += counts_[i];
-      if (seen >= rank) return static_cast<double>(std::min(midpoint(i), max_)) / 1e3;
-    }
-    return static_cast<double>(max_) / 1e3;
+    return static_cast<double>(value_at_percentile(fraction * 100.0)) / 1e3;
   }
-
- private:
-  static constexpr unsigned kSubBits = 6;
-  static constexpr size_t kBuckets = (64 - kSubBits + 1) << kSubBits;
-  static size_t index(uint64_t v) noexcept {
-    if (v < (uint64_t{1} << kSubBits)) return static_cast<size_t>(v);
-    const unsigned exponent = static_cast<unsigned>(std::bit_width(v)) - 1;  // >= kSubBits
-    const unsigned shift = exponent - kSubBits;
-    const uint64_t sub = (v >> shift) & ((uint64_t{1} << kSubBits) - 1);
-    return (static_cast<size_t>(shift + 1) << kSubBits) + static_cast<size_t>(sub);
-  }
-  static uint64_t midpoint(size_t i) noexcept {
-    const size_t band = i >> kSubBits;
-    const uint64_t sub = i & ((size_t{1} << kSubBits) - 1);
-    if (band == 0) return sub;
-    const unsigned shift = static_cast<unsigned>(band) - 1;
-    const uint64_t low = ((uint64_t{1} << kSubBits) + sub) << shift;
-    return low + ((uint64_t{1} << shift) >> 1);
-  }
-  std::array<uint64_t, kBuckets> counts_{};
-  uint64_t total_ = 0;
-  uint64_t max_ = 0;
+  double max_us() const noexcept { return static_cast<double>(max_ns()) / 1e3; }
 };
+
+/// Writes `histogram`'s percentile distribution to `path` (.hgrm, values in µs); false (errno
+/// set) when the file cannot be written.
+inline bool write_hgrm(const std::string& path, const Histogram& histogram) {
+  std::string text;
+  histogram.write_hgrm(text);
+  FILE* file = std::fopen(path.c_str(), "we");
+  if (file == nullptr) return false;
+  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  return std::fclose(file) == 0 && written;
+}
 
 // ---------------------------------------------------------------------------------------------
 // CPU accounting

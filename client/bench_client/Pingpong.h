@@ -1,12 +1,15 @@
 #pragma once
-// What bench_client's pingpong mode shares between its main thread (main.cpp: ramp progress,
-// the per-second lines, the totals) and its load threads (UcpPingpong.cpp: one UCP EventLoop
-// per thread and TcpClient connections; --uring picks the io_uring backend, the default the
-// epoll one, LoopOptions::backend).
+// What bench_client's pingpong and rate modes share between the main thread (main.cpp: ramp
+// progress, the per-second lines, the totals) and the load threads (UcpPingpong.cpp: one UCP
+// EventLoop per thread and TcpClient connections; LoopOptions::backend is epoll or io_uring).
 //
-// A run: ramp (connect everything, one verified warm-up echo per connection), an optional
-// warm-up at full load, the measure phase (DEPTH messages in flight per connection, every
-// echoed byte verified, one latency sample per message), stop.
+// A run: ramp (connect everything, one verified warm-up request per connection), an optional
+// warm-up at full load, the measure phase, stop. In the measure phase each connection either
+// keeps DEPTH requests in flight (closed loop: the next leaves when an answer arrives) or, with
+// a rate, sends on a fixed schedule (open loop: request k of connection c is due at
+// load_start + (c + k * CONNS) / RATE, one in flight per connection, its latency counted from
+// that due time). A request is a SIZE-byte echo message (every echoed byte verified) or, in
+// HTTP mode, a keep-alive GET whose response ends with its body.
 
 #include <atomic>
 #include <cstddef>
@@ -36,9 +39,14 @@ struct Options {
   int depth = 1;
   int threads = 1;
   bool json = false;
-  bool uring = false;            // io_uring loops instead of epoll
-  bool churn = false;            // connection churn instead of pingpong (Churn.h)
-  std::vector<int> server_pids;  // --server-pid, repeatable: their CPU time is summed
+  bool uring = false;             // io_uring loops instead of epoll
+  bool uring_by_default = false;  // io_uring because of --rate, not asked for: may fall back
+  bool churn = false;             // connection churn instead of pingpong (Churn.h)
+  double rate = 0;                // requests per second in total: open loop; 0: closed loop
+  std::string http_path;          // non-empty: HTTP GET of this path instead of echo
+  std::string hgrm_path;          // where to write the latency distribution (.hgrm)
+  bool busy_poll = false;         // the load loops never sleep (each burns its CPU)
+  std::vector<int> server_pids;   // --server-pid, repeatable: their CPU time is summed
   int warmup_s = 0;
 };
 
@@ -52,7 +60,8 @@ struct Shared {
   std::atomic<int> ramped_threads{0};
   std::atomic<bool> ramp_failed{false};
   std::atomic<int> reported_mismatches{0};
-  int64_t record_start_ns = 0;  // end of the warm-up; both written before phase is kMeasure
+  int64_t load_start_ns = 0;    // the open-loop schedule's time zero
+  int64_t record_start_ns = 0;  // end of the warm-up; all three written before phase is kMeasure
   int64_t measure_end_ns = 0;
 };
 
@@ -63,8 +72,20 @@ struct alignas(64) Counters {
   std::atomic<uint64_t> verify_errors{0};
   std::atomic<uint64_t> connect_errors{0};
   std::atomic<uint64_t> closed_errors{0};  // server closed or reset a connection mid-run
+  std::atomic<uint64_t> http_errors{0};    // HTTP responses with a status of 400 or more
   std::atomic<int> connected{0};
 };
+
+/// What an open-loop (rate) thread counted over the run; read after it finished.
+struct RateTally {
+  uint64_t scheduled = 0;             // requests due within the measured interval
+  uint64_t completed = 0;             // of those, answered (within kDrainMs of the interval's end)
+  uint64_t unanswered = 0;            // of those, not answered: recorded at their lower bound
+  uint64_t answered_in_interval = 0;  // responses that arrived within the interval
+};
+
+/// How long an open-loop run waits after its schedule for the answers still owed.
+inline constexpr int64_t kDrainMs = 5000;
 
 /// One load thread's share of the connections: ids first, first + step, ...
 class PingpongThread {
@@ -73,7 +94,12 @@ class PingpongThread {
   /// Ramps, reports (Shared::ramped_threads, or ramp_failed), waits for the phase to leave
   /// kRamp, measures until measure_end_ns or kStop, closes its connections.
   virtual void run() = 0;
+  /// Response latency: closed loop from the write, open loop from the due time.
   virtual Histogram& histogram() = 0;
+  /// Open loop: how late the client itself wrote each request (from the later of its due
+  /// time and the previous answer on its connection): the client's own share of the latency.
+  virtual Histogram& pacing() = 0;
+  virtual RateTally tally() const = 0;
 };
 
 std::unique_ptr<PingpongThread> make_ucp_pingpong(Shared& shared, Counters& counters,

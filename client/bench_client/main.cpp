@@ -1,24 +1,41 @@
-// bench_client: echo pingpong load generator (docs/design.md, "Binaries").
+// bench_client: echo and HTTP load generator, closed or open loop (docs/design.md, "Binaries";
+// docs/benchmarks.md).
 //
 //   bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] [-t THREADS] [--json]
-//                [-w WARMUP_SECONDS] [--server-pid PID] [--uring] [--churn]
+//                [-w WARMUP_SECONDS] [--server-pid PID] [--uring | --epoll] [--churn]
+//                [--rate R] [--http PATH] [--hgrm FILE] [--busy-poll]
 //   bench_client --version
 //
 // --churn measures connection set-up instead (Churn.h): each of CONNS slots connects, echoes
 // one SIZE-byte message, closes and starts over; the report is in connections per second.
 //
+// --rate R sends R requests per second in total on a fixed schedule (open loop, as wrk2):
+// request k of connection c is due at start + (c + k * CONNS) / R, one in flight per
+// connection, and its latency runs from when it was due, so a slow answer that holds back the
+// next request shows in that request's latency (coordinated omission corrected). The report
+// adds p90 and p99.99, the achieved rate, and the client's own pacing delay; it says when the
+// schedule was not kept. --http PATH sends keep-alive GETs of PATH instead of echo messages
+// (a request is answered when its response's body has ended: Content-Length or chunked).
+// --hgrm FILE writes the latency distribution in HdrHistogram's .hgrm format (µs).
+// --busy-poll keeps the client's loops spinning instead of sleeping in the kernel, so neither
+// a due time nor an answer waits for a thread wake-up (the client's CPUs run at 100 %).
+//
 // Each thread runs one UCP EventLoop over its share of the connections (UcpPingpong.cpp), made
 // with TcpClient: the client of UCP's own tests is the one that drives the benchmarks. The
 // backend is the mode: epoll by default (a readiness loop, one syscall per send, arrivals
 // spread like independent clients), io_uring with --uring (every connection's sends in one
-// io_uring_enter). A run has three phases:
+// io_uring_enter). With --rate the default is io_uring: its loop waits with a nanosecond
+// timeout, where the epoll loop's epoll_wait counts whole milliseconds, which would make the
+// schedule late by up to 1 ms; and the open loop spreads the sends by the schedule, not by the
+// answers (--epoll keeps epoll). A run has three phases:
 //   ramp     connect every connection (at most kMaxConnectsInFlight per thread at once, refused or
 //            EAGAIN connects retried for kConnectRetryMs), then echo one warm-up message on each,
 //            so that the server has accepted and served every connection before the clock starts;
 //   warm-up  optional (-w): full load, nothing counted (page faults, TCP windows settle);
-//   measure  each connection keeps DEPTH messages of SIZE bytes in flight for SECONDS; every
-//            echoed byte is compared with what was sent, every completed message is one request
-//            and one latency sample (first byte written -> last byte echoed);
+//   measure  each connection keeps DEPTH messages of SIZE bytes in flight for SECONDS (or, with
+//            --rate, sends on the schedule); every echoed byte is compared with what was sent,
+//            every completed message is one request and one latency sample (first byte
+//            written, or due, -> last byte echoed);
 //   stop     no new messages; the connections are closed.
 // Message `seq` of connection c is a slice of a shared random table at an offset hashed from
 // (c, seq), so neither side needs a per-connection buffer and every byte is checked by memcmp.
@@ -57,6 +74,7 @@
 #include "BenchSupport.h"
 #include "Churn.h"
 #include "Pingpong.h"
+#include "RateReport.h"
 
 namespace {
 
@@ -79,10 +97,16 @@ using bench::Shared;
   std::fprintf(
       stderr,
       "usage: bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] "
-      "[-t THREADS] [-w WARMUP_SECONDS] [--uring] [--churn] [--json] [--server-pid PID]...\n"
+      "[-t THREADS] [-w WARMUP_SECONDS] [--uring | --epoll] [--churn] [--json] "
+      "[--server-pid PID]... [--rate R] [--http PATH] [--hgrm FILE] [--busy-poll]\n"
       "       bench_client --version\n"
       "  echo pingpong: each connection keeps DEPTH (default 1) messages of SIZE bytes "
       "in flight;\n"
+      "  --rate R: R requests/s in total on a fixed schedule over the connections (open loop,\n"
+      "  latency from each request's due time: coordinated omission corrected);\n"
+      "  --http PATH: keep-alive GET PATH instead of echo messages (-s is then unused);\n"
+      "  --hgrm FILE: the latency distribution in HdrHistogram's .hgrm format (us);\n"
+      "  --busy-poll: the client's loops never sleep (no wake-up delay; each burns a CPU);\n"
       "  --churn: each of CONNS slots connects, echoes one SIZE-byte message, closes "
       "(RST) and\n"
       "  starts over; reports connections/s and connect+echo latency.\n"
@@ -102,9 +126,20 @@ long parse_number(std::string_view flag, const char* text, long low, long high) 
   return value;
 }
 
+double parse_rate(const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(value > 0) || value > 1e9) {
+    usage((std::string("--rate: expected requests per second (> 0), got '") + text + "'").c_str());
+  }
+  return value;
+}
+
 Options parse_options(int argc, char** argv) {
   Options options;
   bool have_port = false;
+  bool epoll = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
     if (flag == "--help") usage(nullptr);
@@ -122,6 +157,14 @@ Options parse_options(int argc, char** argv) {
     }
     if (flag == "--churn") {
       options.churn = true;
+      continue;
+    }
+    if (flag == "--epoll") {
+      epoll = true;
+      continue;
+    }
+    if (flag == "--busy-poll") {
+      options.busy_poll = true;
       continue;
     }
     if (i + 1 >= argc) usage((std::string(flag) + " needs a value").c_str());
@@ -145,6 +188,16 @@ Options parse_options(int argc, char** argv) {
       options.warmup_s = static_cast<int>(parse_number(flag, value, 0, 3600));
     } else if (flag == "--server-pid") {
       options.server_pids.push_back(static_cast<int>(parse_number(flag, value, 1, 1 << 30)));
+    } else if (flag == "--rate") {
+      options.rate = parse_rate(value);
+    } else if (flag == "--http") {
+      options.http_path = value;
+      if (options.http_path.empty() || options.http_path[0] != '/' ||
+          options.http_path.find_first_of(" \r\n") != std::string::npos) {
+        usage("--http: expected a path that starts with '/' (no spaces)");
+      }
+    } else if (flag == "--hgrm") {
+      options.hgrm_path = value;
     } else {
       usage((std::string("unknown option ") + std::string(flag)).c_str());
     }
@@ -152,6 +205,18 @@ Options parse_options(int argc, char** argv) {
   if (!have_port) usage("-p PORT is required");
   if (options.churn && options.depth != 1) {
     usage("--churn runs one message per connection: no -P");
+  }
+  if (options.churn && (options.rate > 0 || !options.http_path.empty())) {
+    usage("--churn measures echo connection set-up: no --rate, no --http");
+  }
+  if (options.rate > 0 && options.depth != 1) {
+    usage("--rate keeps one request in flight per connection (the schedule decides): no -P");
+  }
+  if (options.uring && epoll) usage("--uring and --epoll exclude each other");
+  // io_uring by default with --rate (see the top of this file); --epoll keeps epoll.
+  if (options.rate > 0 && !epoll && !options.uring) {
+    options.uring = true;
+    options.uring_by_default = true;
   }
   options.threads = std::min(options.threads, options.conns);
   return options;
@@ -195,6 +260,10 @@ bool raise_fd_limit(int conns) {
   return true;
 }
 
+/// How far ahead of the phase change the open-loop schedule starts (the load threads look at
+/// the phase once a millisecond).
+constexpr int64_t kScheduleLeadNs = 20'000'000;
+
 std::atomic<bool> g_interrupted{false};
 void on_signal(int) { g_interrupted.store(true); }
 
@@ -215,8 +284,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   shared.address = *address;
-  const ucp::BackendKind backend =
-      options.uring ? ucp::BackendKind::kIoUring : ucp::BackendKind::kEpoll;
+  ucp::BackendKind backend = options.uring ? ucp::BackendKind::kIoUring : ucp::BackendKind::kEpoll;
   if (options.churn) {
     bench::ChurnOptions churn;
     churn.address = shared.address;
@@ -237,8 +305,15 @@ int main(int argc, char** argv) {
   const auto thread_count = static_cast<size_t>(options.threads);
   std::string why;
   if (!bench::ucp_backend_available(backend, &why)) {
-    std::fprintf(stderr, "bench_client: %s\n", why.c_str());
-    return 1;
+    if (!options.uring_by_default) {
+      std::fprintf(stderr, "bench_client: %s\n", why.c_str());
+      return 1;
+    }
+    std::fprintf(stderr,
+                 "bench_client: io_uring is not available here (%s): the schedule runs on "
+                 "epoll, whose timers count whole milliseconds (see the pacing delay)\n",
+                 why.c_str());
+    backend = ucp::BackendKind::kEpoll;
   }
   std::vector<Counters> counters(thread_count);
   std::vector<std::unique_ptr<bench::PingpongThread>> loads;
@@ -249,7 +324,13 @@ int main(int argc, char** argv) {
   }
   const int64_t ramp_start = now_ns();
   std::vector<std::thread> threads;
-  for (auto& load : loads) threads.emplace_back([&load] { load->run(); });
+  std::atomic<size_t> finished{0};
+  for (auto& load : loads) {
+    threads.emplace_back([&load, &finished] {
+      load->run();
+      finished.fetch_add(1);
+    });
+  }
 
   // Wait for every thread's ramp (each bounds its own), reporting progress once per second.
   int64_t next_report = ramp_start + 1'000'000'000;
@@ -266,8 +347,11 @@ int main(int argc, char** argv) {
   const double ramp_s = static_cast<double>(now_ns() - ramp_start) / 1e9;
   const bool ramp_ok = !shared.ramp_failed.load() && !g_interrupted.load();
 
-  // Load starts now; counting, latency samples and CPU sampling after the warm-up.
-  shared.record_start_ns = now_ns() + int64_t{options.warmup_s} * 1'000'000'000;
+  // Load starts now (an open-loop schedule a little later, so that every thread has seen the
+  // phase change before its first request is due); counting, latency samples and CPU
+  // sampling after the warm-up.
+  shared.load_start_ns = now_ns() + (options.rate > 0 ? kScheduleLeadNs : 0);
+  shared.record_start_ns = shared.load_start_ns + int64_t{options.warmup_s} * 1'000'000'000;
   shared.measure_end_ns = shared.record_start_ns + static_cast<int64_t>(options.seconds * 1e9);
   shared.phase.store(ramp_ok ? Phase::kMeasure : Phase::kStop);
   if (ramp_ok && options.warmup_s > 0) {
@@ -312,29 +396,45 @@ int main(int argc, char** argv) {
     last_bytes = bytes;
     last_time = tick_end;
   }
-  shared.phase.store(Phase::kStop);
-  for (auto& thread : threads) thread.join();  // each leaves its loop within 100 ms
+  // Closed loop: the load stops now (each thread leaves its loop within 100 ms). Open loop:
+  // each thread stops once the answers its schedule still owes are in (at most kDrainMs); an
+  // interrupt stops them at once.
+  if (options.rate <= 0 || !ramp_ok) shared.phase.store(Phase::kStop);
+  while (finished.load() < thread_count) {
+    if (g_interrupted.load()) shared.phase.store(Phase::kStop);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& thread : threads) thread.join();
   const double seconds = static_cast<double>(now_ns() - start) / 1e9;
   const CpuTimes client_after = self_cpu();
   std::optional<CpuTimes> server_after;
   if (!options.server_pids.empty()) server_after = processes_cpu(options.server_pids);
 
   Histogram histogram;
+  Histogram pacing;
+  bench::RateTally tally;
   uint64_t requests = 0;
   uint64_t bytes = 0;
   uint64_t verify_errors = 0;
   uint64_t connect_errors = 0;
   uint64_t closed_errors = 0;
+  uint64_t http_errors = 0;
   for (size_t t = 0; t < thread_count; ++t) {
     histogram.merge(loads[t]->histogram());
+    pacing.merge(loads[t]->pacing());
+    const bench::RateTally one = loads[t]->tally();
+    tally.scheduled += one.scheduled;
+    tally.completed += one.completed;
+    tally.unanswered += one.unanswered;
+    tally.answered_in_interval += one.answered_in_interval;
     requests += counters[t].requests.load();
     bytes += counters[t].bytes.load();
     verify_errors += counters[t].verify_errors.load();
     connect_errors += counters[t].connect_errors.load();
     closed_errors += counters[t].closed_errors.load();
+    http_errors += counters[t].http_errors.load();
   }
-  const uint64_t errors = verify_errors + connect_errors + closed_errors;
-  const double qps = ramp_ok ? static_cast<double>(requests) / seconds : 0;
+  const uint64_t errors = verify_errors + connect_errors + closed_errors + http_errors;
   const double client_cpu = client_after.total() - client_before.total();
   const double client_user = client_after.user_s - client_before.user_s;
   double server_cpu = -1;
@@ -343,32 +443,68 @@ int main(int argc, char** argv) {
     server_cpu = server_after->total() - server_before->total();
     server_user = server_after->user_s - server_before->user_s;
   }
+  if (!options.hgrm_path.empty() && ramp_ok && !bench::write_hgrm(options.hgrm_path, histogram)) {
+    std::fprintf(stderr, "bench_client: cannot write %s: %s\n", options.hgrm_path.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
 
   if (!ramp_ok && !options.json) {
     std::printf("ramp failed: %" PRIu64 " connect errors, %" PRIu64 " verification errors, %" PRIu64
                 " lost connections; nothing measured\n",
                 connect_errors, verify_errors, closed_errors);
-  } else if (options.json) {
+    return 1;
+  }
+  if (options.rate > 0) {
+    bench::RateResults results;
+    results.latency = &histogram;
+    results.pacing = &pacing;
+    results.tally = tally;
+    results.errors = errors;
+    results.verify_errors = verify_errors;
+    results.connect_errors = connect_errors;
+    results.closed_errors = closed_errors;
+    results.http_errors = http_errors;
+    results.ramp_s = ramp_s;
+    results.wall_s = seconds;
+    results.client_cpu = client_cpu;
+    results.client_user = client_user;
+    results.server_cpu = server_cpu;
+    results.server_user = server_user;
+    results.backend = backend == ucp::BackendKind::kIoUring ? "io_uring" : "epoll";
+    bench::print_rate_report(options, results);
+    return ramp_ok && errors == 0 && tally.unanswered == 0 ? 0 : 1;
+  }
+
+  const double qps = ramp_ok ? static_cast<double>(requests) / seconds : 0;
+  if (options.json) {
     std::printf(
         "{\"mode\":\"pingpong\",\"qps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
         "\"max_us\":%.1f,"
         "\"errors\":%" PRIu64 ",\"verify_errors\":%" PRIu64 ",\"connect_errors\":%" PRIu64
-        ",\"closed_errors\":%" PRIu64 ",\"requests\":%" PRIu64
+        ",\"closed_errors\":%" PRIu64 ",\"http_errors\":%" PRIu64 ",\"requests\":%" PRIu64
         ",\"seconds\":%.3f,\"conns\":%d,\"size\":%zu,\"depth\":%d,\"threads\":%d,"
         "\"ramp_s\":%.3f,\"client_cpu_s\":%.3f,\"client_utime_s\":%.3f,\"server_cpu_s\":%.3f,"
         "\"server_utime_s\":%.3f}\n",
         qps, histogram.percentile_us(0.50), histogram.percentile_us(0.99),
         histogram.percentile_us(0.999), histogram.max_us(), errors, verify_errors, connect_errors,
-        closed_errors, requests, seconds, options.conns, options.size, options.depth,
+        closed_errors, http_errors, requests, seconds, options.conns, options.size, options.depth,
         options.threads, ramp_s, client_cpu, client_user, server_cpu, server_user);
   } else {
-    std::printf("connections %d (ramped in %.2f s), message %zu B, depth %d, threads %d\n",
-                options.conns, ramp_s, options.size, options.depth, options.threads);
-    std::printf("requests %" PRIu64 " in %.2f s: %.0f req/s, %.2f MB/s echoed\n", requests, seconds,
-                qps, static_cast<double>(bytes) / seconds / 1e6);
+    if (options.http_path.empty()) {
+      std::printf("connections %d (ramped in %.2f s), message %zu B, depth %d, threads %d\n",
+                  options.conns, ramp_s, options.size, options.depth, options.threads);
+      std::printf("requests %" PRIu64 " in %.2f s: %.0f req/s, %.2f MB/s echoed\n", requests,
+                  seconds, qps, static_cast<double>(bytes) / seconds / 1e6);
+    } else {
+      std::printf("connections %d (ramped in %.2f s), GET %s, depth %d, threads %d\n",
+                  options.conns, ramp_s, options.http_path.c_str(), options.depth, options.threads);
+      std::printf("requests %" PRIu64 " in %.2f s: %.0f req/s, %.2f MB/s received\n", requests,
+                  seconds, qps, static_cast<double>(bytes) / seconds / 1e6);
+    }
     std::printf("errors %" PRIu64 " (verification %" PRIu64 ", connect %" PRIu64
-                ", lost connections %" PRIu64 ")\n",
-                errors, verify_errors, connect_errors, closed_errors);
+                ", lost connections %" PRIu64 ", HTTP status >= 400 %" PRIu64 ")\n",
+                errors, verify_errors, connect_errors, closed_errors, http_errors);
     std::printf("latency us: p50 %.1f  p99 %.1f  p999 %.1f  max %.1f\n",
                 histogram.percentile_us(0.50), histogram.percentile_us(0.99),
                 histogram.percentile_us(0.999), histogram.max_us());

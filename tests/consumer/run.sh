@@ -62,7 +62,7 @@ case "$mode" in
     configure_and_build -DUCP_SOURCE="$source_dir" -DBUILD_SHARED_LIBS=ON
     # Before 1.0 the SOVERSION is MAJOR.MINOR of project(ucp VERSION ...).
     soversion=$(sed -n 's/^project(ucp VERSION \([0-9]*\.[0-9]*\).*/\1/p' "$source_dir/CMakeLists.txt")
-    for layer in log memory coro config io net http; do
+    for layer in log memory coro config io net tls http; do
       library=$(find "$work/build/ucp" -name "libucp_$layer.so" | head -n 1)
       soname=$(readelf -d "$library" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
       expected=libucp_$layer.so.$soversion
