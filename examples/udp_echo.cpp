@@ -23,7 +23,7 @@ ucp::Task<> serve(ucp::EventLoop& loop, ucp::InetAddress address) {
   }
   LOG_INFO("listening on {} (udp, {})", (*socket)->local_address().to_string(),
            (*socket)->multishot() ? "batched receives" : "one recvmsg at a time");
-  std::array<ucp::io::ReceivedDatagram, 64> batch;
+  std::array<ucp::ReceivedDatagram, 64> batch;
   std::array<ucp::OutgoingDatagram, 64> replies;
   for (;;) {
     auto n = co_await (*socket)->receive_batch(batch);  // waits for at least one

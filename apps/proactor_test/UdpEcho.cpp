@@ -11,7 +11,7 @@ namespace ucp::app {
 Task<> udp_echo(UdpSocket& socket) {
   // 64 datagrams a round: the receive hands over what has arrived (up to this many), the send
   // puts them all in flight at once from the very buffers they arrived in.
-  std::array<io::ReceivedDatagram, 64> batch;
+  std::array<ReceivedDatagram, 64> batch;
   std::array<OutgoingDatagram, 64> replies;
   for (;;) {
     auto n = co_await socket.receive_batch(batch);
@@ -26,7 +26,7 @@ Task<> udp_echo(UdpSocket& socket) {
     if (auto sent = co_await socket.send_batch(std::span(replies.data(), *n)); !sent) {
       LOG_DEBUG("udp_echo: send: {}", sent.error().message());
     }
-    for (size_t i = 0; i < *n; ++i) batch[i] = io::ReceivedDatagram{};  // buffers back to the loop
+    for (size_t i = 0; i < *n; ++i) batch[i] = ReceivedDatagram{};  // buffers back to the loop
   }
 }
 

@@ -20,6 +20,7 @@
 
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
 
 #include "io/epoll/EpollBackend.h"
 
@@ -80,7 +81,8 @@ void BM_Read4KiB(benchmark::State& state, Mode mode) {
   }
   EventLoop& loop = **created;
   if (mode == Mode::kEpollWorkers) {
-    static_cast<ucp::io::EpollBackend&>(loop.backend()).set_file_nowait(false);
+    static_cast<ucp::detail::EpollBackend&>(ucp::detail::LoopAccess::backend(loop))
+        .set_file_nowait(false);
   }
   char path[] = "/tmp/ucp-file-micro-XXXXXX";
   const int fd = ::mkstemp(path);

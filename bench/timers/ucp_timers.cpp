@@ -1,7 +1,7 @@
 // ucp_timers: the cost of UCP's loop timers, for the timer comparison (scripts/bench-timers.sh).
 //
 //   ucp_timers MODE [-n TIMERS] [-s SPREAD_MS]
-//     callback   intrusive io::TimerNodes on the loop's heap, each firing a callback
+//     callback   intrusive TimerNodes on the loop's heap, each firing a callback
 //     coroutine  one coroutine per timer, each awaiting io::sleep_for
 //
 // Arms TIMERS timers due uniformly over SPREAD_MS from now, runs the loop until all fired, and
@@ -42,9 +42,9 @@ long rss_kb() {
   return kb;
 }
 
-struct Counted : ucp::io::TimerNode {
+struct Counted : ucp::TimerNode {
   Counted() : TimerNode(&fire) {}
-  static void fire(ucp::io::TimerNode& node) noexcept {
+  static void fire(ucp::TimerNode& node) noexcept {
     auto& self = static_cast<Counted&>(node);
     if (++*self.fired == self.total) self.loop->stop();
   }

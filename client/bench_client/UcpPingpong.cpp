@@ -440,7 +440,7 @@ class UcpPingpong final : public PingpongThread {
 
   /// False (and the connection counted as lost) unless `data` holds bytes; a cancel (the end
   /// of the run) is no loss.
-  bool received_ok(Connection& c, const ucp::Result<ucp::io::BufferLease>& data) {
+  bool received_ok(Connection& c, const ucp::Result<ucp::BufferLease>& data) {
     if (!data) {
       if (data.error() != std::errc::operation_canceled) lose(c, data.error().message().c_str());
       return false;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
 
 namespace ucp::app {
@@ -166,7 +167,7 @@ Result<void, Error> TakeoverClient::confirm() {
 
 TakeoverListener::TakeoverListener(EventLoop& loop, std::string path, UniqueFd fd)
     : loop_(loop), path_(std::move(path)), fd_(std::move(fd)) {
-  loop_.attach(fd_.get());
+  detail::LoopAccess::attach(loop_, fd_.get());
 }
 
 TakeoverListener::~TakeoverListener() { close(); }
@@ -205,7 +206,7 @@ Result<std::unique_ptr<TakeoverListener>, Error> TakeoverListener::listen(EventL
 
 void TakeoverListener::close() noexcept {
   if (!fd_) return;
-  loop_.detach(fd_.get());
+  detail::LoopAccess::detach(loop_, fd_.get());
   fd_.reset();
   if (!abstract(path_)) ::unlink(path_.c_str());
 }

@@ -26,7 +26,7 @@
 
 #include "ServerCore.h"
 
-namespace ucp::http {
+namespace ucp::http::detail {
 namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -318,7 +318,7 @@ Task<> Connection::linger() {
 
 // ---- requests ----
 
-Task<Connection::Outcome> Connection::process(io::BufferLease data) {
+Task<Connection::Outcome> Connection::process(BufferLease data) {
   if (!session_) session_.reset(Session::acquire(core_.limits));
   session_->response.connection_ = this;
   RequestParser& parser = session_->parser;
@@ -634,15 +634,20 @@ Task<Result<void>> Connection::send_file_direct(int fd, uint64_t offset, uint64_
   co_return Result<void>{};
 }
 
+}  // namespace ucp::http::detail
+
+namespace ucp::http {
+
 Task<Result<void>> Response::write(std::string_view bytes) {
-  Connection* c = connection_;
+  detail::Connection* c = connection_;
   if (c == nullptr) co_return Unexpected{make_error_code(std::errc::not_connected)};
   if (!head_sent_) {
     c->start_stream(*this);
     if (auto sent = co_await c->send(c->session().out.view()); !sent) co_return sent;
   }
-  if (c->head_only() || c->framing() == Framing::kNone || bytes.empty()) co_return Result<void>{};
-  if (c->framing() == Framing::kLength) {
+  if (c->head_only() || c->framing() == detail::Framing::kNone || bytes.empty())
+    co_return Result<void>{};
+  if (c->framing() == detail::Framing::kLength) {
     if (bytes.size() > stream_length_ - stream_sent_) {
       co_return Unexpected{make_error_code(std::errc::message_size)};
     }
@@ -650,20 +655,20 @@ Task<Result<void>> Response::write(std::string_view bytes) {
     co_return co_await c->send(bytes);
   }
   stream_sent_ += bytes.size();
-  if (c->framing() == Framing::kUntilClose) co_return co_await c->send(bytes);
+  if (c->framing() == detail::Framing::kUntilClose) co_return co_await c->send(bytes);
   // One chunk: size line, data, CRLF; small ones in one copy.
-  OutBuffer& out = c->session().out;
+  detail::OutBuffer& out = c->session().out;
   out.clear();
   out.append_hex(bytes.size());
-  out.append(kCrlf);
-  if (bytes.size() + kCrlf.size() <= out.inline_room()) {
+  out.append(detail::kCrlf);
+  if (bytes.size() + detail::kCrlf.size() <= out.inline_room()) {
     out.append(bytes);
-    out.append(kCrlf);
+    out.append(detail::kCrlf);
     co_return co_await c->send(out.view());
   }
   if (auto sent = co_await c->send(out.view()); !sent) co_return sent;
   if (auto sent = co_await c->send(bytes); !sent) co_return sent;
-  co_return co_await c->send(kCrlf);
+  co_return co_await c->send(detail::kCrlf);
 }
 
 // ---- the middleware chain ----
@@ -676,7 +681,7 @@ Task<> Next::operator()() {
         request_, response_, Next(core_, index_ + 1, request_, response_, handler_, allowed_));
   }
   if (handler_ != nullptr) return (*handler_)(request_, response_);
-  return not_routed(response_, allowed_);
+  return detail::not_routed(response_, allowed_);
 }
 
 Middleware access_log(LogLevel level) {

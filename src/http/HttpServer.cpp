@@ -7,14 +7,14 @@
 
 namespace ucp::http {
 
-ServerCore::ServerCore(const HttpOptions& http_options, size_t workers)
+detail::ServerCore::ServerCore(const HttpOptions& http_options, size_t workers)
     : options(http_options),
       limits{http_options.max_request_line_bytes, http_options.max_header_bytes,
              http_options.max_body_bytes},
-      slots(std::make_unique<WorkerSlot[]>(workers)),
+      slots(std::make_unique<detail::WorkerSlot[]>(workers)),
       slot_count(workers) {}
 
-WorkerSlot* ServerCore::slot_for(const EventLoop& loop) noexcept {
+detail::WorkerSlot* detail::ServerCore::slot_for(const EventLoop& loop) noexcept {
   // Once per connection, not per request: a short scan, and a claim the first time a
   // worker loop shows up (workers number their slots in the order they first serve).
   for (size_t i = 0; i < slot_count; ++i) {
@@ -48,8 +48,8 @@ ServerOptions without_read_timeout(ServerOptions options) {
 
 HttpServer::HttpServer(const ServerOptions& server_options, const LoopOptions& loop_options,
                        const HttpOptions& http_options)
-    : core_(std::make_unique<ServerCore>(http_options, worker_count(server_options))) {
-  ServerCore* core = core_.get();
+    : core_(std::make_unique<detail::ServerCore>(http_options, worker_count(server_options))) {
+  detail::ServerCore* core = core_.get();
   tcp_ = std::make_unique<TcpServer>(
       without_read_timeout(server_options), loop_options,
       [core](TcpConnection& connection) { return core->serve(connection); });
@@ -74,7 +74,7 @@ std::vector<WorkerStats> HttpServer::stats() const {
   std::vector<WorkerStats> all(core_->slot_count);
   constexpr auto relaxed = std::memory_order_relaxed;
   for (size_t i = 0; i < all.size(); ++i) {
-    const WorkerSlot& slot = core_->slots[i];
+    const detail::WorkerSlot& slot = core_->slots[i];
     WorkerStats& s = all[i];
     s.connections_open = slot.connections_open.load(relaxed);
     s.connections_accepted = slot.connections_accepted.load(relaxed);

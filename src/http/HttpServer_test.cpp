@@ -688,7 +688,7 @@ void switching_routes(HttpServer& server) {
   hello_routes(server);
   server.router().get("/raw", [](Request&, Response& res) -> Task<> {
     res.add_header("Upgrade", "echo");
-    res.switch_protocols([](TcpConnection& conn, io::BufferLease& received) -> Task<> {
+    res.switch_protocols([](TcpConnection& conn, BufferLease& received) -> Task<> {
       if (!received.empty() && !co_await conn.write_all(received.bytes())) co_return;
       for (;;) {
         auto data = co_await conn.receive();
@@ -763,8 +763,8 @@ struct ClosureWitness {
 
 /// Takes the bytes received (before its first suspension), echoes them, then answers every
 /// read with whether the handler object is gone ("1") or still kept ("0").
-Task<> report_closure(TcpConnection& conn, io::BufferLease& received) {
-  io::BufferLease early = std::move(received);
+Task<> report_closure(TcpConnection& conn, BufferLease& received) {
+  BufferLease early = std::move(received);
   if (!early.empty() && !co_await conn.write_all(early.bytes())) co_return;
   for (;;) {
     auto data = co_await conn.receive();
@@ -780,7 +780,7 @@ void keep_routes(HttpServer& server) {
     server.router().get(path, [keep](Request&, Response& res) -> Task<> {
       res.add_header("Upgrade", "report");
       res.switch_protocols(
-          [witness = ClosureWitness()](TcpConnection& conn, io::BufferLease& received) {
+          [witness = ClosureWitness()](TcpConnection& conn, BufferLease& received) {
             return report_closure(conn, received);
           },
           keep);

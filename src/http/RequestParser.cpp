@@ -5,7 +5,7 @@
 #include <cstring>
 #include <new>
 
-namespace ucp::http {
+namespace ucp::http::detail {
 namespace {
 
 constexpr std::string_view kWhitespace = " \t";
@@ -548,4 +548,4 @@ void RequestParser::finish_request() noexcept {
   if (r.host_.empty() && host_index_ >= 0) r.host_ = r.fields()[host_index_].value;
 }
 
-}  // namespace ucp::http
+}  // namespace ucp::http::detail

@@ -29,7 +29,7 @@
 
 #include "ucp/http/Request.h"
 
-namespace ucp::http {
+namespace ucp::http::detail {
 
 struct ParserLimits {
   uint32_t max_request_line_bytes = 8192;  // method, target and version: else 414
@@ -162,4 +162,4 @@ class RequestParser {
   std::string_view error_reason_;
 };
 
-}  // namespace ucp::http
+}  // namespace ucp::http::detail

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ucp::http {
+namespace ucp::http::detail {
 namespace {
 
 /// What one request parsed into, copied out so that it outlives the input.
@@ -404,4 +404,4 @@ TEST(RequestParser, StopsAfterAnError) {
 }
 
 }  // namespace
-}  // namespace ucp::http
+}  // namespace ucp::http::detail

@@ -4,7 +4,7 @@
 
 #include "ucp/http/Status.h"
 
-namespace ucp::http {
+namespace ucp::http::detail {
 
 void OutBuffer::append_spilling(std::string_view text) {
   if (!spilled_) {
@@ -73,4 +73,4 @@ void encode_head(const HeadFields& head, OutBuffer& out) {
   out.append("\r\n");
 }
 
-}  // namespace ucp::http
+}  // namespace ucp::http::detail

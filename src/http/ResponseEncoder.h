@@ -12,7 +12,7 @@
 
 #include "ucp/http/Request.h"
 
-namespace ucp::http {
+namespace ucp::http::detail {
 
 /// A byte buffer with inline room for a typical head plus a small body; it spills to the
 /// heap only beyond that.
@@ -79,4 +79,4 @@ void encode_head(const HeadFields& head, OutBuffer& out);
 /// A status the server can send: three digits. Anything else is sent as 500.
 constexpr bool valid_status(int status) noexcept { return status >= 100 && status <= 999; }
 
-}  // namespace ucp::http
+}  // namespace ucp::http::detail

@@ -10,7 +10,7 @@
 
 #include "ucp/http/Response.h"
 
-namespace ucp::http {
+namespace ucp::http::detail {
 namespace {
 
 std::string encode(const HeadFields& head) {
@@ -93,4 +93,4 @@ TEST(Response, HoldsOneKindOfBody) {
 }
 
 }  // namespace
-}  // namespace ucp::http
+}  // namespace ucp::http::detail

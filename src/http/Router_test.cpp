@@ -30,10 +30,10 @@ struct Matched {
 };
 
 Matched match(Router& router, const std::string& method, const std::string& target) {
-  RequestParser parser(ParserLimits{});
+  detail::RequestParser parser(detail::ParserLimits{});
   const std::string text = method + " " + target + " HTTP/1.1\r\nHost: a\r\n\r\n";
   std::string_view input(text);
-  EXPECT_EQ(parser.feed(input), RequestParser::Event::kRequest) << text;
+  EXPECT_EQ(parser.feed(input), detail::RequestParser::Event::kRequest) << text;
   Request& request = parser.request();
   const Router::Match m = router.match(request);
   Matched out;

@@ -19,7 +19,7 @@
 #include "RequestParser.h"
 #include "ResponseEncoder.h"
 
-namespace ucp::http {
+namespace ucp::http::detail {
 
 /// A one-shot timer for a connection, on the loop's timer heap. Fires on the loop thread after
 /// the completions of an iteration: the callback must not resume coroutines inline
@@ -48,11 +48,11 @@ class Timer {
   bool armed() const noexcept { return node_.armed(); }
 
  private:
-  struct Node : io::TimerNode {
+  struct Node : TimerNode {
     void* owner = nullptr;
     OnFire on_fire = nullptr;
   };
-  static void fire(io::TimerNode& node) noexcept {
+  static void fire(TimerNode& node) noexcept {
     auto& n = static_cast<Node&>(node);
     n.on_fire(n.owner);
   }
@@ -86,7 +86,7 @@ struct alignas(64) WorkerSlot {
 /// frame of a plain HTTP connection's outer coroutine stays small.
 struct Upgrade {
   UpgradeHandler handler;
-  io::BufferLease received;
+  BufferLease received;
   uint64_t counted_read = 0;  // the connection's bytes already added to the slot
   uint64_t counted_written = 0;
   UpgradeKeep keep = UpgradeKeep::kUntilReturn;
@@ -152,7 +152,7 @@ class Connection {
   void arm_read_timer() noexcept;
   void cancel_read_timer() noexcept { read_timer_.cancel(); }
   /// Handles the requests in `data`: every complete one is answered, in order.
-  Task<Outcome> process(io::BufferLease data);
+  Task<Outcome> process(BufferLease data);
   /// After Outcome::kUpgrade: what takes the connection over (the connection then stays counted
   /// as open until that ends).
   std::unique_ptr<Upgrade> take_upgrade() noexcept;
@@ -217,4 +217,4 @@ class Connection {
   bool keep_alive_ = true;
 };
 
-}  // namespace ucp::http
+}  // namespace ucp::http::detail

@@ -2,7 +2,7 @@
 // Backend: what an EventLoop needs from the kernel interface it runs on (private to io/).
 // Two implementations: uring/UringBackend (io_uring, the fast path) and epoll/EpollBackend
 // (readiness-based, for hosts where io_uring is blocked). Both complete the same operations
-// (io/Operation.h) with the same results and completion flags, so everything above io/ runs
+// (io/detail/Operation.h) with the same results and completion flags, so everything above io/ runs
 // unchanged on either.
 //
 // Contract for implementations:
@@ -23,10 +23,10 @@
 
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/IoContext.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/IoContext.h"
+#include "ucp/io/detail/Operation.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class ReceiveBuffers;
 
@@ -44,9 +44,9 @@ class Backend {
 
   /// Loop thread, once, before anything is submitted.
   virtual Result<void> enable() = 0;
-  /// See EventLoop::submit. Refusals set op.result (-EAGAIN: no room).
+  /// See LoopAccess::submit. Refusals set op.result (-EAGAIN: no room).
   virtual bool submit(Operation& op) noexcept = 0;
-  /// See EventLoop::try_now. The default can never perform at once.
+  /// See LoopAccess::try_now. The default can never perform at once.
   virtual bool try_now(Operation& /*op*/) noexcept { return false; }
   virtual void cancel(Operation& op) noexcept = 0;
   /// Starts what was submitted, then waits for completions: not at all when `block` is
@@ -77,4 +77,4 @@ class Backend {
   LoopStats stats_;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

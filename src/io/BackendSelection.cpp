@@ -10,7 +10,7 @@
 #include "uring/IoUring.h"
 #include "uring/UringBackend.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 namespace {
 
@@ -141,4 +141,4 @@ Result<std::unique_ptr<Backend>> create_backend(EventLoop& owner, const LoopOpti
   return std::unique_ptr<Backend>(std::move(*epoll));
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

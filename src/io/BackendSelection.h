@@ -23,7 +23,7 @@
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class Backend;
 
@@ -45,4 +45,4 @@ struct IoUringDiagnosis {
 };
 IoUringDiagnosis diagnose_io_uring(std::error_code error);
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -1,12 +1,13 @@
 #include "ucp/io/BufferLease.h"
 
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/memory/MemoryPool.h"
 
 #include "Backend.h"
 #include "ReceiveBuffers.h"
 
-namespace ucp::io {
+namespace ucp {
 
 BufferLease& BufferLease::operator=(BufferLease&& other) noexcept {
   if (this != &other) {
@@ -59,10 +60,10 @@ void BufferLease::reset() noexcept {
     case Source::kNone:
       break;
     case Source::kReceiveBuffer:
-      static_cast<EventLoop*>(owner_)->receive_buffers()->recycle(id_);
+      detail::LoopAccess::receive_buffers(*static_cast<EventLoop*>(owner_))->recycle(id_);
       break;
     case Source::kRegistered:
-      static_cast<EventLoop*>(owner_)->backend().release_registered_buffer(id_);
+      detail::LoopAccess::backend(*static_cast<EventLoop*>(owner_)).release_registered_buffer(id_);
       break;
     case Source::kPool:
       MemoryPool::deallocate(owner_);
@@ -74,4 +75,4 @@ void BufferLease::reset() noexcept {
   source_ = Source::kNone;
 }
 
-}  // namespace ucp::io
+}  // namespace ucp

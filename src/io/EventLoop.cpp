@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
 #include "ucp/memory/MemoryPool.h"
 
@@ -42,7 +43,7 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
                                                      const EventLoop* share_with) {
   std::string notes;
   std::unique_ptr<EventLoop> loop(new EventLoop(options));
-  auto backend = io::create_backend(*loop, options, share_with, notes);
+  auto backend = detail::create_backend(*loop, options, share_with, notes);
   if (!backend) return Unexpected{backend.error()};
   loop->backend_ = std::move(*backend);
 
@@ -51,7 +52,7 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
   loop->wake_fd_ = UniqueFd(fd);
   loop->wake_op_.loop = loop.get();
   loop->wake_op_.on_complete = &on_wakeup;
-  loop->wake_op_.code = io::OpCode::kRead;
+  loop->wake_op_.code = detail::OpCode::kRead;
   loop->wake_op_.fd = loop->wake_fd_.get();
   loop->wake_op_.data = &loop->wake_value_;
   loop->wake_op_.size = sizeof loop->wake_value_;
@@ -61,7 +62,7 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create(const LoopOptions& options,
 }
 
 std::string EventLoop::describe_setup_error(std::error_code error, const LoopOptions& options) {
-  return io::describe_backend_setup_error(error, options);
+  return detail::describe_backend_setup_error(error, options);
 }
 
 EventLoop::~EventLoop() {
@@ -83,7 +84,7 @@ bool EventLoop::in_loop_thread() const noexcept {
   return thread_id_.load(std::memory_order_relaxed) == std::this_thread::get_id();
 }
 
-bool EventLoop::submit(io::Operation& op) noexcept {
+bool EventLoop::submit(detail::Operation& op) noexcept {
   if (io_shut_down_) {
     op.result = -ECANCELED;
     return false;
@@ -91,23 +92,25 @@ bool EventLoop::submit(io::Operation& op) noexcept {
   return backend_->submit(op);
 }
 
-bool EventLoop::try_now(io::Operation& op) noexcept {
+bool EventLoop::try_now(detail::Operation& op) noexcept {
   return !io_shut_down_ && backend_->try_now(op);
 }
 
-void EventLoop::cancel(io::Operation& op) noexcept {
+void EventLoop::cancel(detail::Operation& op) noexcept {
   if (!io_shut_down_) backend_->cancel(op);  // at shutdown everything is cancelled anyway
 }
 
 void EventLoop::attach(int fd) noexcept { backend_->attach(fd); }
 void EventLoop::detach(int fd) noexcept { backend_->detach(fd); }
 
-io::ReceiveBuffers* EventLoop::receive_buffers() noexcept { return backend_->receive_buffers(); }
+detail::ReceiveBuffers* EventLoop::receive_buffers() noexcept {
+  return backend_->receive_buffers();
+}
 
-io::BufferLease EventLoop::borrow_receive_buffer() {
-  io::BufferLease lease = backend_->borrow_registered_buffer();
-  if (lease.source() == io::BufferLease::Source::kNone) {
-    lease = io::BufferLease::from_pool(kPooledReceiveBytes);
+BufferLease EventLoop::borrow_receive_buffer() {
+  BufferLease lease = backend_->borrow_registered_buffer();
+  if (lease.source() == BufferLease::Source::kNone) {
+    lease = BufferLease::from_pool(kPooledReceiveBytes);
   }
   return lease;
 }
@@ -177,7 +180,8 @@ void EventLoop::dispatch_messages() {
 
 // ---- the loop ----
 
-std::coroutine_handle<> EventLoop::on_wakeup(IoContext& context, int32_t, uint32_t) noexcept {
+std::coroutine_handle<> EventLoop::on_wakeup(detail::IoContext& context, int32_t,
+                                             uint32_t) noexcept {
   static_cast<WakeOperation&>(context).loop->wake_armed_ = false;
   return {};
 }
@@ -250,11 +254,11 @@ void EventLoop::resume_ready() {
   }
 }
 
-bool EventLoop::hook_linked(const io::PreSubmitHook& hook) const noexcept {
+bool EventLoop::hook_linked(const detail::PreSubmitHook& hook) const noexcept {
   return hook.prev != nullptr || hooks_head_ == &hook;
 }
 
-void EventLoop::run_before_submit(io::PreSubmitHook& hook) noexcept {
+void EventLoop::run_before_submit(detail::PreSubmitHook& hook) noexcept {
   if (hook_linked(hook)) return;
   hook.prev = hooks_tail_;
   hook.next = nullptr;
@@ -266,7 +270,7 @@ void EventLoop::run_before_submit(io::PreSubmitHook& hook) noexcept {
   hooks_tail_ = &hook;
 }
 
-void EventLoop::cancel_before_submit(io::PreSubmitHook& hook) noexcept {
+void EventLoop::cancel_before_submit(detail::PreSubmitHook& hook) noexcept {
   if (!hook_linked(hook)) return;
   if (hook.prev) {
     hook.prev->next = hook.next;
@@ -284,7 +288,7 @@ void EventLoop::cancel_before_submit(io::PreSubmitHook& hook) noexcept {
 void EventLoop::run_pre_submit_hooks() noexcept {
   // One at a time from the head: a hook may add or cancel others while it runs.
   while (hooks_head_ != nullptr) {
-    io::PreSubmitHook& hook = *hooks_head_;
+    detail::PreSubmitHook& hook = *hooks_head_;
     cancel_before_submit(hook);
     hook.run(hook);
   }

@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "ucp/io/Operations.h"
-#include "ucp/io/RingMessage.h"
+#include "ucp/io/detail/LoopAccess.h"
+#include "ucp/io/detail/RingMessage.h"
+#include "ucp/io/detail/VectoredSend.h"
 
 #include "Backends.h"
 #include "SocketPair.h"
@@ -366,10 +368,10 @@ TEST(EventLoop, RegisteredBuffersCarryFixedReadsAndWrites) {
   SocketPair pair;
   std::string received;
   run_task(loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
-    io::BufferLease source = l.borrow_receive_buffer();
-    io::BufferLease target = l.borrow_receive_buffer();
-    EXPECT_EQ(source.source(), io::BufferLease::Source::kRegistered);
-    EXPECT_EQ(target.source(), io::BufferLease::Source::kRegistered);
+    BufferLease source = detail::LoopAccess::borrow_receive_buffer(l);
+    BufferLease target = detail::LoopAccess::borrow_receive_buffer(l);
+    EXPECT_EQ(source.source(), BufferLease::Source::kRegistered);
+    EXPECT_EQ(target.source(), BufferLease::Source::kRegistered);
     EXPECT_NE(source.registered_index(), target.registered_index());
     // The send's bytes lie inside a registered buffer: the backend uses WRITE_FIXED.
     std::memcpy(source.writable().data(), "fixed buffers", 13);
@@ -385,10 +387,10 @@ TEST(EventLoop, RegisteredBuffersCarryFixedReadsAndWrites) {
   }(loop, pair.a.get(), pair.b.get(), received));
   EXPECT_EQ(received, "fixed buffers");
   // Dropped leases went back: all four can be borrowed again.
-  std::vector<io::BufferLease> all;
-  for (int i = 0; i < 4; ++i) all.push_back(loop.borrow_receive_buffer());
-  for (const auto& lease : all) EXPECT_EQ(lease.source(), io::BufferLease::Source::kRegistered);
-  EXPECT_EQ(loop.borrow_receive_buffer().source(), io::BufferLease::Source::kPool);
+  std::vector<BufferLease> all;
+  for (int i = 0; i < 4; ++i) all.push_back(detail::LoopAccess::borrow_receive_buffer(loop));
+  for (const auto& lease : all) EXPECT_EQ(lease.source(), BufferLease::Source::kRegistered);
+  EXPECT_EQ(detail::LoopAccess::borrow_receive_buffer(loop).source(), BufferLease::Source::kPool);
 }
 
 TEST(FixedBuffers, LendEachBufferOnceAndLocateSpans) {
@@ -396,7 +398,7 @@ TEST(FixedBuffers, LendEachBufferOnceAndLocateSpans) {
   void* storage =
       ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(storage, MAP_FAILED);
-  io::FixedBuffers fixed(static_cast<std::byte*>(storage), kBytes, 2, 128);  // unmaps it
+  detail::FixedBuffers fixed(static_cast<std::byte*>(storage), kBytes, 2, 128);  // unmaps it
   auto first = fixed.acquire(), second = fixed.acquire();
   ASSERT_TRUE(first && second);
   EXPECT_NE(*first, *second);
@@ -475,8 +477,8 @@ bool spin_until(Predicate done) {
 struct MessageBlaster {
   struct Slot {
     MessageBlaster* blaster = nullptr;
-    io::RingMessage message{this, &on_sent};
-    static void on_sent(io::RingMessage& m, Result<void> delivered) noexcept {
+    detail::RingMessage message{this, &on_sent};
+    static void on_sent(detail::RingMessage& m, Result<void> delivered) noexcept {
       auto* slot = static_cast<Slot*>(m.owner());
       slot->blaster->in_flight--;
       if (!delivered) slot->blaster->failed(m.value(), delivered.error());
@@ -555,7 +557,7 @@ TEST_P(RingMessages, EveryValueReachesTheOtherLoopExactlyOnce) {
   int received = 0;
   bool on_loop_thread = true;
   EventLoop& r = *receiver;
-  receiver->set_message_handler([&](int32_t value) {
+  detail::LoopAccess::set_message_handler(*receiver, [&](int32_t value) {
     on_loop_thread = on_loop_thread && r.in_loop_thread();
     if (value >= 0 && value < kCount) ++seen[static_cast<size_t>(value)];
     if (++received == kCount) r.stop();
@@ -597,7 +599,7 @@ TEST(EventLoop, LoopWithoutMessageHandlerRefusesMessages) {
   if (!sender->capabilities().ring_messages) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
   Result<void> result;
   run_task(*sender, [](EventLoop& from, EventLoop& to, Result<void>& out) -> Task<> {
-    out = co_await io::send_message(from, to, 7);
+    out = co_await detail::send_message(from, to, 7);
   }(*sender, *receiver, result));
   EXPECT_EQ(result.error(), std::errc::connection_refused);
   EXPECT_EQ(receiver->in_flight(), 0u);
@@ -623,7 +625,7 @@ TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
   EventLoop& r = *receiver;
   // The receiver stops itself once messages are flowing, while many are still on their way:
   // from its own thread, so the stop falls mid-stream however the threads are scheduled.
-  receiver->set_message_handler([&](int32_t fd) {
+  detail::LoopAccess::set_message_handler(*receiver, [&](int32_t fd) {
     if (r.io_closed()) handled_while_closing.fetch_add(1, std::memory_order_relaxed);
     UniqueFd owned(fd);  // handled or not, the receiver owns it now
     if (handled.fetch_add(1, std::memory_order_relaxed) + 1 == 2000) r.stop();
@@ -650,7 +652,7 @@ TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
                 std::atomic<int>& got) -> Task<> {
                while (got.load() == 0) {  // wait for the mailbox to open, with one probe at a time
                  int32_t fd = static_cast<int32_t>(::dup(source));
-                 auto sent = co_await io::send_message(from, to, fd);
+                 auto sent = co_await detail::send_message(from, to, fd);
                  if (!sent) {
                    ::close(fd);
                    co_await io::sleep_for(from, std::chrono::milliseconds(1));
@@ -687,7 +689,7 @@ TEST(EventLoop, MessagesAlreadyOnTheirWayWhenTheTargetStopsAreStillHandled) {
   std::atomic<int> handled{0};
   std::atomic<int> handled_while_closing{0};
   EventLoop& r = *receiver;
-  receiver->set_message_handler([&](int32_t fd) {
+  detail::LoopAccess::set_message_handler(*receiver, [&](int32_t fd) {
     if (r.io_closed()) handled_while_closing.fetch_add(1, std::memory_order_relaxed);
     UniqueFd owned(fd);
     handled.fetch_add(1, std::memory_order_relaxed);
@@ -695,8 +697,8 @@ TEST(EventLoop, MessagesAlreadyOnTheirWayWhenTheTargetStopsAreStillHandled) {
   std::thread receiver_thread([&] { receiver->run(); });
   // The mailbox state is only visible through a reservation: take one and give it back.
   auto mailbox_open = [&] {
-    if (!receiver->reserve_incoming_message()) return false;
-    receiver->release_incoming_message();
+    if (!detail::LoopAccess::reserve_incoming_message(*receiver)) return false;
+    detail::LoopAccess::release_incoming_message(*receiver);
     return true;
   };
   EXPECT_TRUE(spin_until(mailbox_open));
@@ -744,7 +746,7 @@ struct YieldToReady {
   void await_resume() const noexcept {}
 };
 
-struct RecordingHook : io::PreSubmitHook {
+struct RecordingHook : detail::PreSubmitHook {
   std::vector<std::string>* order = nullptr;
   std::string name;
 };
@@ -756,7 +758,7 @@ TEST_P(LoopBackends, PreSubmitHooksRunOnceAfterTheReadyCoroutinesAndCanBeCancell
   RecordingHook hook, cancelled;
   for (RecordingHook* h : {&hook, &cancelled}) {
     h->order = &order;
-    h->run = [](io::PreSubmitHook& self) noexcept {
+    h->run = [](detail::PreSubmitHook& self) noexcept {
       auto& recording = static_cast<RecordingHook&>(self);
       recording.order->push_back(recording.name);
     };
@@ -766,10 +768,10 @@ TEST_P(LoopBackends, PreSubmitHooksRunOnceAfterTheReadyCoroutinesAndCanBeCancell
   run_task(
       *loop,
       [](EventLoop& l, RecordingHook& h, RecordingHook& c, std::vector<std::string>& o) -> Task<> {
-        l.run_before_submit(h);
-        l.run_before_submit(h);  // already waiting: still runs once
-        l.run_before_submit(c);
-        l.cancel_before_submit(c);
+        detail::LoopAccess::run_before_submit(l, h);
+        detail::LoopAccess::run_before_submit(l, h);  // already waiting: still runs once
+        detail::LoopAccess::run_before_submit(l, c);
+        detail::LoopAccess::cancel_before_submit(l, c);
         co_await YieldToReady{l};
         o.push_back("resumed");  // ready work of this iteration comes before the hook
         co_await io::sleep_for(l, std::chrono::milliseconds(1));
@@ -786,13 +788,13 @@ TEST_P(LoopBackends, VectoredSendGathersBuffersIntoOneSend) {
     int32_t res = -1;
     int calls = 0;
   } outcome;
-  io::VectoredSend send(*loop, pair.a.get(), &outcome, [](void* owner, int32_t res) noexcept {
+  detail::VectoredSend send(*loop, pair.a.get(), &outcome, [](void* owner, int32_t res) noexcept {
     auto* o = static_cast<Outcome*>(owner);
     o->res = res;
     ++o->calls;
   });
   std::string received;
-  run_task(*loop, [](EventLoop& l, io::VectoredSend& s, int fd, std::string& got) -> Task<> {
+  run_task(*loop, [](EventLoop& l, detail::VectoredSend& s, int fd, std::string& got) -> Task<> {
     std::string first = "hello, ", second = "gathered ", third = "world";
     iovec buffers[3] = {
         {first.data(), first.size()}, {second.data(), second.size()}, {third.data(), third.size()}};
@@ -816,15 +818,15 @@ TEST_P(LoopBackends, VectoredSendOnAWritableConnectionMaySendAtOnce) {
   auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
-  loop->attach(pair.a.get());
+  detail::LoopAccess::attach(*loop, pair.a.get());
   int calls = 0;
-  io::VectoredSend send(*loop, pair.a.get(), &calls,
-                        [](void* owner, int32_t) noexcept { ++*static_cast<int*>(owner); });
+  detail::VectoredSend send(*loop, pair.a.get(), &calls,
+                            [](void* owner, int32_t) noexcept { ++*static_cast<int*>(owner); });
   std::optional<int32_t> at_once;
   bool started = false;
   std::string received;
   run_task(*loop,
-           [](EventLoop& l, io::VectoredSend& s, int fd, bool& ok, std::optional<int32_t>& now,
+           [](EventLoop& l, detail::VectoredSend& s, int fd, bool& ok, std::optional<int32_t>& now,
               std::string& got) -> Task<> {
              co_await io::sleep_for(
                  l, std::chrono::milliseconds(1));  // a poll: the first edge is seen
@@ -841,7 +843,7 @@ TEST_P(LoopBackends, VectoredSendOnAWritableConnectionMaySendAtOnce) {
                got.append(reinterpret_cast<const char*>(buffer.data()), *n);
              }
            }(*loop, send, pair.b.get(), started, at_once, received));
-  loop->detach(pair.a.get());
+  detail::LoopAccess::detach(*loop, pair.a.get());
   ASSERT_TRUE(started);
   EXPECT_EQ(received, "at once");
   EXPECT_FALSE(send.in_flight());

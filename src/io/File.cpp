@@ -6,6 +6,8 @@
 
 #include <sys/stat.h>
 
+#include "ucp/io/detail/LoopAccess.h"
+
 namespace ucp {
 
 struct File::Batch {
@@ -57,7 +59,7 @@ Task<Result<void>> File::write_all(std::span<const std::byte> data, uint64_t off
 
 Task<> File::read_batch(std::span<ReadRequest> requests) {
   Batch batch;
-  auto on_read = [](IoContext& context, int32_t res, uint32_t) noexcept {
+  auto on_read = [](detail::IoContext& context, int32_t res, uint32_t) noexcept {
     auto& op = static_cast<ReadRequest::Read&>(context);
     op.result = res;
     auto* owner = static_cast<Batch*>(op.batch);
@@ -65,7 +67,7 @@ Task<> File::read_batch(std::span<ReadRequest> requests) {
   };
   for (ReadRequest& request : requests) {
     ReadRequest::Read& op = request.op_;
-    op.code = io::OpCode::kRead;
+    op.code = detail::OpCode::kRead;
     op.fd = fd_.get();
     op.data = request.buffer_.data();
     op.size = static_cast<uint32_t>(std::min<size_t>(request.buffer_.size(), UINT32_MAX));
@@ -77,7 +79,7 @@ Task<> File::read_batch(std::span<ReadRequest> requests) {
       op.result = -EINVAL;  // as ReadOp: 0 must mean the end of the file
       continue;
     }
-    if (loop_->submit(op)) ++batch.outstanding;  // refused: op.result says why
+    if (detail::LoopAccess::submit(*loop_, op)) ++batch.outstanding;  // refused: op.result says why
   }
   co_await BatchDone{batch.outstanding, batch.waiter};
 }

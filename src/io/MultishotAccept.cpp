@@ -1,8 +1,9 @@
-#include "ucp/io/MultishotAccept.h"
+#include "ucp/io/detail/MultishotAccept.h"
 
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/LoopAccess.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 MultishotAccept::MultishotAccept(EventLoop& loop, int listen_fd, void* owner,
                                  OnAccept on_accept) noexcept
@@ -16,7 +17,7 @@ MultishotAccept::MultishotAccept(EventLoop& loop, int listen_fd, void* owner,
 bool MultishotAccept::await_suspend(std::coroutine_handle<> caller) noexcept {
   last_error_ = 0;
   op_.waiter = caller;
-  if (!loop_.submit(op_)) {
+  if (!detail::LoopAccess::submit(loop_, op_)) {
     last_error_ = op_.result;
     return false;
   }
@@ -25,7 +26,7 @@ bool MultishotAccept::await_suspend(std::coroutine_handle<> caller) noexcept {
 }
 
 void MultishotAccept::cancel() noexcept {
-  if (running_) loop_.cancel(op_);
+  if (running_) detail::LoopAccess::cancel(loop_, op_);
 }
 
 std::coroutine_handle<> MultishotAccept::on_complete(IoContext& context, int32_t res,
@@ -41,4 +42,4 @@ std::coroutine_handle<> MultishotAccept::on_complete(IoContext& context, int32_t
   return context.waiter;  // ended: the owner decides whether and when to start it again
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -1,4 +1,4 @@
-#include "ucp/io/MultishotRecv.h"
+#include "ucp/io/detail/MultishotRecv.h"
 
 #include <algorithm>
 #include <cassert>
@@ -7,11 +7,12 @@
 #include <new>
 
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/memory/MemoryPool.h"
 
 #include "ReceiveBuffers.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 namespace {
 // The pool fallback reads into a block of the 4 KiB class (pool header included).
@@ -32,14 +33,14 @@ MultishotRecv::~MultishotRecv() {
 
 std::byte* MultishotRecv::chunk_bytes(const Chunk& chunk) noexcept {
   if (chunk.buffer_id == kPoolChunk) return fallback_->buffer.writable().data() + chunk.offset;
-  return loop_.receive_buffers()->buffer(chunk.buffer_id) + chunk.offset;
+  return detail::LoopAccess::receive_buffers(loop_)->buffer(chunk.buffer_id) + chunk.offset;
 }
 
 void MultishotRecv::recycle(const Chunk& chunk) noexcept {
   if (chunk.buffer_id == kPoolChunk) {
     fallback_->buffer.reset();
   } else {
-    loop_.receive_buffers()->recycle(chunk.buffer_id);
+    detail::LoopAccess::receive_buffers(loop_)->recycle(chunk.buffer_id);
   }
 }
 
@@ -77,7 +78,7 @@ bool MultishotRecv::start() noexcept {
     auto room = fallback_->buffer.writable();
     fallback_->op.data = room.data();
     fallback_->op.size = static_cast<uint32_t>(room.size());
-    if (!loop_.submit(fallback_->op)) {
+    if (!detail::LoopAccess::submit(loop_, fallback_->op)) {
       error_ = fallback_->op.result;
       fallback_->buffer.reset();
       return false;
@@ -85,7 +86,7 @@ bool MultishotRecv::start() noexcept {
     state_ = State::kFallback;
     return true;
   }
-  if (!loop_.submit(receive())) {
+  if (!detail::LoopAccess::submit(loop_, receive())) {
     error_ = receive().result;
     return false;
   }
@@ -110,8 +111,9 @@ bool MultishotRecv::make_fallback() noexcept {
 void MultishotRecv::stop() noexcept {
   stopped_ = true;
   waiter_ = {};
-  if (state_ == State::kArmed || state_ == State::kPausing) loop_.cancel(receive());
-  if (state_ == State::kFallback) loop_.cancel(fallback_->op);
+  if (state_ == State::kArmed || state_ == State::kPausing)
+    detail::LoopAccess::cancel(loop_, receive());
+  if (state_ == State::kFallback) detail::LoopAccess::cancel(loop_, fallback_->op);
 }
 
 void MultishotRecv::became_idle() noexcept {
@@ -123,13 +125,13 @@ std::coroutine_handle<> MultishotRecv::on_receive(IoContext& context, int32_t re
                                                   uint32_t flags) noexcept {
   auto* self = static_cast<MultishotRecv*>(static_cast<Operation*>(&context));
   if (res > 0 && (flags & kCompletionBuffer)) {
-    self->loop_.receive_buffers()->note_taken();
+    detail::LoopAccess::receive_buffers(self->loop_)->note_taken();
     self->queue_.push_back({buffer_id_of(flags), static_cast<uint32_t>(res), 0});
     ++self->queued_;
     if (self->queued_ >= kMaxQueued && self->state_ == State::kArmed) {
       self->state_ = State::kPausing;  // back-pressure: resumed when the reader waits again
       ++self->pauses_;
-      self->loop_.cancel(self->receive());
+      detail::LoopAccess::cancel(self->loop_, self->receive());
     }
   } else if (res == 0) {
     self->eof_ = true;
@@ -202,4 +204,4 @@ size_t MultishotRecv::copy_out(std::span<std::byte> destination) noexcept {
   return copied;
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

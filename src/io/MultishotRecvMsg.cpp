@@ -1,14 +1,15 @@
-#include "ucp/io/MultishotRecvMsg.h"
+#include "ucp/io/detail/MultishotRecvMsg.h"
 
 #include <cassert>
 #include <cerrno>
 #include <cstring>
 
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/LoopAccess.h"
 
 #include "ReceiveBuffers.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 MultishotRecvMsg::MultishotRecvMsg(EventLoop& loop, int fd) noexcept : loop_(loop) {
   shape_.msg_namelen = kDatagramNameBytes;
@@ -30,7 +31,7 @@ MultishotRecvMsg::~MultishotRecvMsg() {
 }
 
 bool MultishotRecvMsg::fits(EventLoop& loop, uint32_t max_payload) noexcept {
-  const ReceiveBuffers* buffers = loop.receive_buffers();
+  const ReceiveBuffers* buffers = detail::LoopAccess::receive_buffers(loop);
   return loop.capabilities().multishot_receive && buffers != nullptr &&
          buffers->buffer_size() >= uint64_t{kDatagramHeadroom} + max_payload;
 }
@@ -39,7 +40,7 @@ void MultishotRecvMsg::recycle(const Entry& entry) noexcept {
   if (entry.buffer_id == kPoolEntry) {
     fallback_datagram_.data.reset();
   } else {
-    loop_.receive_buffers()->recycle(entry.buffer_id);
+    detail::LoopAccess::receive_buffers(loop_)->recycle(entry.buffer_id);
   }
 }
 
@@ -63,7 +64,8 @@ bool MultishotRecvMsg::start() noexcept {
   if (pool_dry_) {
     pool_dry_ = false;
     // The same room a loop buffer gives, so that both paths cut a datagram alike.
-    const uint32_t room = loop_.receive_buffers()->buffer_size() - kDatagramHeadroom;
+    const uint32_t room =
+        detail::LoopAccess::receive_buffers(loop_)->buffer_size() - kDatagramHeadroom;
     if (fallback_datagram_.data.source() == BufferLease::Source::kNone) {
       fallback_datagram_.data = BufferLease::from_pool(room);
     }
@@ -74,7 +76,7 @@ bool MultishotRecvMsg::start() noexcept {
     fallback_message_.msg_namelen = sizeof fallback_datagram_.source;
     fallback_message_.msg_iov = &fallback_vector_;
     fallback_message_.msg_iovlen = 1;
-    if (!loop_.submit(fallback_)) {
+    if (!detail::LoopAccess::submit(loop_, fallback_)) {
       error_ = fallback_.result;
       fallback_datagram_.data.reset();
       return false;
@@ -82,7 +84,7 @@ bool MultishotRecvMsg::start() noexcept {
     state_ = State::kFallback;
     return true;
   }
-  if (!loop_.submit(receive_)) {
+  if (!detail::LoopAccess::submit(loop_, receive_)) {
     error_ = receive_.result;
     return false;
   }
@@ -96,8 +98,9 @@ void MultishotRecvMsg::stop() noexcept {
     if (error_ == 0) error_ = -ECANCELED;
     loop_.schedule(std::exchange(waiter_, {}));
   }
-  if (state_ == State::kArmed || state_ == State::kPausing) loop_.cancel(receive_);
-  if (state_ == State::kFallback) loop_.cancel(fallback_);
+  if (state_ == State::kArmed || state_ == State::kPausing)
+    detail::LoopAccess::cancel(loop_, receive_);
+  if (state_ == State::kFallback) detail::LoopAccess::cancel(loop_, fallback_);
 }
 
 void MultishotRecvMsg::became_idle() noexcept {
@@ -109,13 +112,13 @@ std::coroutine_handle<> MultishotRecvMsg::on_receive(IoContext& context, int32_t
                                                      uint32_t flags) noexcept {
   auto* self = static_cast<Receive&>(context).owner;
   if (flags & kCompletionBuffer) {
-    self->loop_.receive_buffers()->note_taken();
+    detail::LoopAccess::receive_buffers(self->loop_)->note_taken();
     self->queue_.push_back({buffer_id_of(flags), static_cast<uint32_t>(res)});
     ++self->queued_;
     if (self->queued_ >= kMaxQueued && self->state_ == State::kArmed) {
       self->state_ = State::kPausing;  // back-pressure: resumed when the reader waits again
       ++self->pauses_;
-      self->loop_.cancel(self->receive_);
+      detail::LoopAccess::cancel(self->loop_, self->receive_);
     }
   } else if (res == -ENOBUFS) {
     self->pool_dry_ = true;  // the loop's buffers ran out; not an error of this socket
@@ -168,7 +171,7 @@ ReceivedDatagram MultishotRecvMsg::pop() noexcept {
     if (out.truncated) ++truncated_;
     return out;
   }
-  std::byte* buffer = loop_.receive_buffers()->buffer(entry.buffer_id);
+  std::byte* buffer = detail::LoopAccess::receive_buffers(loop_)->buffer(entry.buffer_id);
   ReceivedDatagram out;
   const auto view = parse_datagram(buffer, entry.used, kDatagramNameBytes);
   if (!view) {  // cannot happen with a kernel that keeps its layout; never read past the data
@@ -186,4 +189,4 @@ ReceivedDatagram MultishotRecvMsg::pop() noexcept {
   return out;
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

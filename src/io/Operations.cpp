@@ -7,18 +7,24 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace ucp::io {
+#include "ucp/io/detail/LoopAccess.h"
+
+namespace ucp::detail {
 
 bool OperationAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
   op_.waiter = caller;
-  return loop_.submit(op_);
+  return LoopAccess::submit(loop_, op_);
 }
 
-void OperationAwaiter::cancel() noexcept { loop_.cancel(op_); }
+void OperationAwaiter::cancel() noexcept { LoopAccess::cancel(loop_, op_); }
+
+}  // namespace ucp::detail
+
+namespace ucp::io {
 
 RecvOp::RecvOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint32_t timeout_ms) noexcept
-    : OperationAwaiter(loop) {
-  op_.code = OpCode::kRecv;
+    : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kRecv;
   op_.fd = fd;
   op_.data = buffer.data();
   op_.size = static_cast<uint32_t>(std::min<size_t>(buffer.size(), UINT32_MAX));
@@ -32,12 +38,12 @@ bool RecvOp::await_suspend(std::coroutine_handle<> caller) noexcept {
     op_.result = -EINVAL;
     return false;
   }
-  return OperationAwaiter::await_suspend(caller);
+  return detail::OperationAwaiter::await_suspend(caller);
 }
 
 SendOp::SendOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept
-    : OperationAwaiter(loop) {
-  op_.code = OpCode::kSend;
+    : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kSend;
   op_.fd = fd;
   op_.data = const_cast<std::byte*>(data.data());
   op_.size = static_cast<uint32_t>(std::min<size_t>(data.size(), UINT32_MAX));
@@ -46,7 +52,7 @@ SendOp::SendOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcep
 SendAllOp::SendAllOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept
     : loop_(loop), data_(data) {
   op_.owner = this;
-  op_.code = OpCode::kSend;
+  op_.code = detail::OpCode::kSend;
   op_.fd = fd;
   op_.on_complete = &on_send;
 }
@@ -68,10 +74,11 @@ bool SendAllOp::submit_next() noexcept {
   const size_t left = data_.size() - sent_;
   op_.data = const_cast<std::byte*>(data_.data() + sent_);
   op_.size = static_cast<uint32_t>(std::min<size_t>(left, UINT32_MAX));
-  return loop_.submit(op_);
+  return detail::LoopAccess::submit(loop_, op_);
 }
 
-std::coroutine_handle<> SendAllOp::on_send(IoContext& context, int32_t res, uint32_t) noexcept {
+std::coroutine_handle<> SendAllOp::on_send(detail::IoContext& context, int32_t res,
+                                           uint32_t) noexcept {
   auto* self = static_cast<Send&>(context).owner;
   if (res > 0) {
     self->sent_ += static_cast<size_t>(res);
@@ -85,56 +92,9 @@ std::coroutine_handle<> SendAllOp::on_send(IoContext& context, int32_t res, uint
   return context.waiter;
 }
 
-VectoredSend::VectoredSend(EventLoop& loop, int socket_fd, void* owner,
-                           OnComplete callback) noexcept
-    : loop_(loop), owner_(owner), on_complete_(callback) {
-  op().fd = socket_fd;
-  op().on_complete = &on_done;
-}
-
-Result<std::optional<int32_t>> VectoredSend::start(std::span<const iovec> buffers) noexcept {
-  const size_t count = std::min(buffers.size(), kMaxBuffers);
-  if (count == 0) return Unexpected{std::errc::invalid_argument};
-  if (count == 1) {
-    op().code = OpCode::kSend;
-    op().data = buffers[0].iov_base;
-    op().size = static_cast<uint32_t>(std::min<size_t>(buffers[0].iov_len, UINT32_MAX));
-  } else {
-    if (!gather_) gather_ = make_pooled<Gather>();
-    std::copy_n(buffers.begin(), count, gather_->buffers);
-    gather_->message = msghdr{};
-    gather_->message.msg_iov = gather_->buffers;
-    gather_->message.msg_iovlen = count;
-    op().code = OpCode::kSendMsg;
-    op().data = &gather_->message;
-  }
-  if (loop_.try_now(op())) {
-    gather_.reset();
-    return std::optional<int32_t>{op().result};
-  }
-  if (!loop_.submit(op())) {
-    gather_.reset();
-    return Unexpected{error_from_errno(-op().result)};
-  }
-  in_flight_ = true;
-  return std::optional<int32_t>{};
-}
-
-void VectoredSend::cancel() noexcept {
-  if (in_flight_) loop_.cancel(op());
-}
-
-std::coroutine_handle<> VectoredSend::on_done(IoContext& context, int32_t res, uint32_t) noexcept {
-  auto* self = static_cast<VectoredSend*>(static_cast<Operation*>(&context));
-  self->in_flight_ = false;
-  self->gather_.reset();                  // the kernel is done with the iovecs
-  self->on_complete_(self->owner_, res);  // may free `self`'s owner: touch nothing after
-  return {};
-}
-
 ReadOp::ReadOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint64_t offset) noexcept
-    : OperationAwaiter(loop) {
-  op_.code = OpCode::kRead;
+    : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kRead;
   op_.fd = fd;
   op_.data = buffer.data();
   op_.size = static_cast<uint32_t>(std::min<size_t>(buffer.size(), UINT32_MAX));
@@ -146,35 +106,36 @@ bool ReadOp::await_suspend(std::coroutine_handle<> caller) noexcept {
     op_.result = -EINVAL;
     return false;
   }
-  return OperationAwaiter::await_suspend(caller);
+  return detail::OperationAwaiter::await_suspend(caller);
 }
 
 WriteOp::WriteOp(EventLoop& loop, int fd, std::span<const std::byte> data, uint64_t offset) noexcept
-    : OperationAwaiter(loop) {
-  op_.code = OpCode::kWrite;
+    : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kWrite;
   op_.fd = fd;
   op_.data = const_cast<std::byte*>(data.data());
   op_.size = static_cast<uint32_t>(std::min<size_t>(data.size(), UINT32_MAX));
   op_.offset = offset;
 }
 
-RecvMsgOp::RecvMsgOp(EventLoop& loop, int fd, msghdr& message) noexcept : OperationAwaiter(loop) {
-  op_.code = OpCode::kRecvMsg;
+RecvMsgOp::RecvMsgOp(EventLoop& loop, int fd, msghdr& message) noexcept
+    : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kRecvMsg;
   op_.fd = fd;
   op_.data = &message;
 }
 
 SendMsgOp::SendMsgOp(EventLoop& loop, int fd, const msghdr& message) noexcept
-    : OperationAwaiter(loop) {
-  op_.code = OpCode::kSendMsg;
+    : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kSendMsg;
   op_.fd = fd;
   op_.data = const_cast<msghdr*>(&message);
 }
 
 OpenAtOp::OpenAtOp(EventLoop& loop, int directory, const char* path, int flags,
                    mode_t mode) noexcept
-    : OperationAwaiter(loop) {
-  op_.code = OpCode::kOpenAt;
+    : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kOpenAt;
   op_.fd = directory;
   op_.data = const_cast<char*>(path);
   op_.size = static_cast<uint32_t>(flags | O_CLOEXEC);
@@ -186,17 +147,18 @@ Result<UniqueFd> OpenAtOp::await_resume() const noexcept {
   return UniqueFd(op_.result);
 }
 
-FsyncOp::FsyncOp(EventLoop& loop, int fd, bool data_only) noexcept : OperationAwaiter(loop) {
-  op_.code = OpCode::kFsync;
+FsyncOp::FsyncOp(EventLoop& loop, int fd, bool data_only) noexcept
+    : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kFsync;
   op_.fd = fd;
-  op_.size = data_only ? kFsyncDataOnly : 0;
+  op_.size = data_only ? detail::kFsyncDataOnly : 0;
 }
 
 SendFileOp::SendFileOp(EventLoop& loop, int socket_fd, int file_fd, uint64_t offset,
                        uint64_t length) noexcept
     : loop_(loop), offset_(offset), length_(length) {
   op_.owner = this;
-  op_.code = OpCode::kSendFile;
+  op_.code = detail::OpCode::kSendFile;
   op_.fd = socket_fd;
   op_.source_fd = file_fd;
   op_.on_complete = &on_sent;
@@ -214,11 +176,12 @@ bool SendFileOp::submit_next() noexcept {
   constexpr uint64_t kMaxPerOperation = uint64_t{1} << 30;
   op_.offset = offset_ + sent_;
   op_.size = static_cast<uint32_t>(std::min(length_ - sent_, kMaxPerOperation));
-  in_flight_ = loop_.submit(op_);
+  in_flight_ = detail::LoopAccess::submit(loop_, op_);
   return in_flight_;
 }
 
-std::coroutine_handle<> SendFileOp::on_sent(IoContext& context, int32_t res, uint32_t) noexcept {
+std::coroutine_handle<> SendFileOp::on_sent(detail::IoContext& context, int32_t res,
+                                            uint32_t) noexcept {
   auto* self = static_cast<Send&>(context).owner;
   self->in_flight_ = false;
   if (res > 0) {
@@ -241,7 +204,7 @@ std::coroutine_handle<> SendFileOp::on_sent(IoContext& context, int32_t res, uin
 
 void SendFileOp::cancel() noexcept {
   cancelled_ = true;  // no further piece after the one in flight
-  if (in_flight_) loop_.cancel(op_);
+  if (in_flight_) detail::LoopAccess::cancel(loop_, op_);
 }
 
 Result<uint64_t> SendFileOp::await_resume() const noexcept {
@@ -249,8 +212,8 @@ Result<uint64_t> SendFileOp::await_resume() const noexcept {
   return sent_;
 }
 
-AcceptOp::AcceptOp(EventLoop& loop, int listen_fd) noexcept : OperationAwaiter(loop) {
-  op_.code = OpCode::kAccept;
+AcceptOp::AcceptOp(EventLoop& loop, int listen_fd) noexcept : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kAccept;
   op_.fd = listen_fd;
   op_.data = &peer_;
   op_.aux = &peer_length_;
@@ -262,29 +225,29 @@ Result<Accepted> AcceptOp::await_resume() noexcept {
 }
 
 ConnectOp::ConnectOp(EventLoop& loop, int fd, const sockaddr* address, socklen_t length) noexcept
-    : OperationAwaiter(loop) {
+    : detail::OperationAwaiter(loop) {
   const auto size = std::min<socklen_t>(length, sizeof(sockaddr_storage));
   std::memcpy(&address_, address, size);
-  op_.code = OpCode::kConnect;
+  op_.code = detail::OpCode::kConnect;
   op_.fd = fd;
   op_.data = &address_;
   op_.size = size;
 }
 
-CloseOp::CloseOp(EventLoop& loop, int fd) noexcept : OperationAwaiter(loop) {
-  op_.code = OpCode::kClose;
+CloseOp::CloseOp(EventLoop& loop, int fd) noexcept : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kClose;
   op_.fd = fd;
 }
 
 bool CloseOp::await_suspend(std::coroutine_handle<> caller) noexcept {
-  loop_.detach(op_.fd);
-  if (OperationAwaiter::await_suspend(caller)) return true;
+  detail::LoopAccess::detach(loop_, op_.fd);
+  if (detail::OperationAwaiter::await_suspend(caller)) return true;
   op_.result = ::close(op_.fd) == 0 ? 0 : -errno;  // the loop cannot take it: never leak the fd
   return false;
 }
 
-CancelFdOp::CancelFdOp(EventLoop& loop, int fd) noexcept : OperationAwaiter(loop) {
-  op_.code = OpCode::kCancelFd;
+CancelFdOp::CancelFdOp(EventLoop& loop, int fd) noexcept : detail::OperationAwaiter(loop) {
+  op_.code = detail::OpCode::kCancelFd;
   op_.fd = fd;
 }
 

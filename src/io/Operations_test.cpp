@@ -1,4 +1,4 @@
-// Every operation of io/Operation.h over real fds, on both backends: each test runs on
+// Every operation of io/detail/Operation.h over real fds, on both backends: each test runs on
 // io_uring and on epoll and expects the same results (the Operations suite is parameterized by
 // the backend). Loopback sockets, socketpairs, pipes and a temporary file; every wait bounded.
 
@@ -20,12 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ucp/io/Datagram.h"
-#include "ucp/io/MultishotAccept.h"
-#include "ucp/io/MultishotRecv.h"
-#include "ucp/io/MultishotRecvMsg.h"
-#include "ucp/io/RingMessage.h"
 #include "ucp/io/WithTimeout.h"
+#include "ucp/io/detail/DatagramLayout.h"
+#include "ucp/io/detail/LoopAccess.h"
+#include "ucp/io/detail/MultishotAccept.h"
+#include "ucp/io/detail/MultishotRecv.h"
+#include "ucp/io/detail/MultishotRecvMsg.h"
+#include "ucp/io/detail/RingMessage.h"
+#include "ucp/io/detail/VectoredSend.h"
 
 #include "Backends.h"
 #include "SocketPair.h"
@@ -64,15 +66,15 @@ void run_task(EventLoop& loop, Task<> body) {
 }
 
 // Any operation descriptor, awaited as it is filled in.
-class RawOp : public io::OperationAwaiter {
+class RawOp : public detail::OperationAwaiter {
  public:
   explicit RawOp(EventLoop& loop) noexcept : OperationAwaiter(loop) {}
-  io::Operation& op() noexcept { return op_; }
+  detail::Operation& op() noexcept { return op_; }
   int32_t await_resume() const noexcept { return op_.result; }
 };
 
 struct StreamWait {
-  io::MultishotRecv& stream;
+  detail::MultishotRecv& stream;
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> caller) noexcept { return stream.wait(caller); }
   void await_resume() const noexcept {}
@@ -180,20 +182,21 @@ TEST_P(Operations, MultishotAcceptTakesEveryConnectionUntilCancelled) {
   ASSERT_TRUE(loop->capabilities().multishot_accept);
   uint16_t port = 0;
   UniqueFd listener = bound_socket(SOCK_STREAM, port);
-  loop->attach(listener.get());  // as TcpServer does
+  detail::LoopAccess::attach(*loop, listener.get());  // as TcpServer does
   std::vector<UniqueFd> accepted;
-  io::MultishotAccept acceptor(*loop, listener.get(), &accepted, [](void* owner, int fd) noexcept {
-    static_cast<std::vector<UniqueFd>*>(owner)->emplace_back(fd);
-  });
+  detail::MultishotAccept acceptor(*loop, listener.get(), &accepted,
+                                   [](void* owner, int fd) noexcept {
+                                     static_cast<std::vector<UniqueFd>*>(owner)->emplace_back(fd);
+                                   });
   Result<void> ended;
   constexpr size_t kClients = 5;
   std::vector<UniqueFd> clients;
   run_task(
       *loop,
-      [](EventLoop& l, io::MultishotAccept& a, std::vector<UniqueFd>& got,
+      [](EventLoop& l, detail::MultishotAccept& a, std::vector<UniqueFd>& got,
          std::vector<UniqueFd>& mine, uint16_t p, Result<void>& end) -> Task<> {
         bool finished = false;
-        l.spawn([](io::MultishotAccept& multishot, Result<void>& result, bool& done) -> Task<> {
+        l.spawn([](detail::MultishotAccept& multishot, Result<void>& result, bool& done) -> Task<> {
           result = co_await multishot;
           done = true;
         }(a, end, finished));
@@ -211,7 +214,7 @@ TEST_P(Operations, MultishotAcceptTakesEveryConnectionUntilCancelled) {
   EXPECT_EQ(accepted.size(), kClients);
   ASSERT_FALSE(ended);
   EXPECT_EQ(ended.error(), std::errc::operation_canceled);
-  loop->detach(listener.get());
+  detail::LoopAccess::detach(*loop, listener.get());
   EXPECT_EQ(loop->in_flight(), 0u);
 }
 
@@ -228,15 +231,15 @@ TEST_P(Operations, MultishotReceiveDeliversEveryByteInOrderThenEof) {
     ASSERT_TRUE(loop);
     ASSERT_TRUE(loop->capabilities().multishot_receive);
     SocketPair pair;
-    loop->attach(pair.b.get());
+    detail::LoopAccess::attach(*loop, pair.b.get());
     std::string sent(5000, '\0');
     for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>('a' + i % 23);
     std::string received;
     bool eof = false;
     {
-      io::MultishotRecv stream(*loop, pair.b.get());
+      detail::MultishotRecv stream(*loop, pair.b.get());
       run_task(*loop,
-               [](EventLoop& l, int writer, io::MultishotRecv& s, const std::string& data,
+               [](EventLoop& l, int writer, detail::MultishotRecv& s, const std::string& data,
                   std::string& out, bool& at_eof) -> Task<> {
                  io::SendAllOp send(l, writer, bytes_of(data));
                  EXPECT_TRUE(co_await send);
@@ -257,9 +260,9 @@ TEST_P(Operations, MultishotReceiveDeliversEveryByteInOrderThenEof) {
     EXPECT_TRUE(eof);
     EXPECT_EQ(received.size(), sent.size());
     EXPECT_TRUE(received == sent) << "bytes lost or reordered";
-    EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+    EXPECT_EQ(detail::LoopAccess::receive_buffers(*loop)->held(), 0u);
     EXPECT_EQ(loop->in_flight(), 0u);
-    loop->detach(pair.b.get());
+    detail::LoopAccess::detach(*loop, pair.b.get());
   }
 }
 
@@ -397,7 +400,7 @@ TEST_P(Operations, DatagramsKeepTheirBoundariesAndTheirSource) {
       int32_t res = 0;
       bool done = false;
     } outcome;
-    io::VectoredSend send(l, out, &outcome, [](void* o, int32_t res) noexcept {
+    detail::VectoredSend send(l, out, &outcome, [](void* o, int32_t res) noexcept {
       static_cast<Outcome*>(o)->res = res;
       static_cast<Outcome*>(o)->done = true;
     });
@@ -417,7 +420,7 @@ TEST_P(Operations, DatagramsKeepTheirBoundariesAndTheirSource) {
       message.msg_iov = &vector;
       message.msg_iovlen = 1;
       RawOp recvmsg(l);
-      recvmsg.op().code = io::OpCode::kRecvMsg;
+      recvmsg.op().code = detail::OpCode::kRecvMsg;
       recvmsg.op().fd = in;
       recvmsg.op().data = &message;
       Datagram d;
@@ -444,15 +447,15 @@ TEST_P(Operations, RingMessagesExistOnlyWhereTheBackendHasThem) {
   }
   EXPECT_FALSE(sender->capabilities().ring_messages);
   // The descriptor itself is refused, with nothing in flight.
-  io::Operation op;
-  op.code = io::OpCode::kRingMessage;
+  detail::Operation op;
+  op.code = detail::OpCode::kRingMessage;
   op.aux = receiver.get();
-  EXPECT_FALSE(sender->submit(op));
+  EXPECT_FALSE(detail::LoopAccess::submit(*sender, op));
   EXPECT_EQ(op.result, -EOPNOTSUPP);
   EXPECT_EQ(sender->in_flight(), 0u);
   Result<void> result;
   run_task(*sender, [](EventLoop& from, EventLoop& to, Result<void>& out) -> Task<> {
-    out = co_await io::send_message(from, to, 7);
+    out = co_await detail::send_message(from, to, 7);
   }(*sender, *receiver, result));
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error(), std::errc::operation_not_supported);
@@ -461,7 +464,7 @@ TEST_P(Operations, RingMessagesExistOnlyWhereTheBackendHasThem) {
 // ---- datagrams ----
 
 struct DatagramWait {
-  io::MultishotRecvMsg& stream;
+  detail::MultishotRecvMsg& stream;
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> caller) noexcept { return stream.wait(caller); }
   void await_resume() const noexcept {}
@@ -482,7 +485,7 @@ struct Completion {
   bool truncated = false;
 };
 
-struct MultishotDatagrams : io::Operation {
+struct MultishotDatagrams : detail::Operation {
   EventLoop* loop = nullptr;
   msghdr shape{};
   std::vector<Completion> seen;
@@ -490,30 +493,30 @@ struct MultishotDatagrams : io::Operation {
   static std::coroutine_handle<> on(IoContext& context, int32_t res, uint32_t flags) noexcept {
     auto& self = static_cast<MultishotDatagrams&>(context);
     Completion c{res, flags, {}, 0, false};
-    if (flags & io::kCompletionBuffer) {
-      const uint16_t id = io::buffer_id_of(flags);
-      std::byte* buffer = self.loop->receive_buffers()->buffer(id);
+    if (flags & detail::kCompletionBuffer) {
+      const uint16_t id = detail::buffer_id_of(flags);
+      std::byte* buffer = detail::LoopAccess::receive_buffers(*self.loop)->buffer(id);
       if (auto view =
-              io::parse_datagram(buffer, static_cast<uint32_t>(res), self.shape.msg_namelen)) {
+              detail::parse_datagram(buffer, static_cast<uint32_t>(res), self.shape.msg_namelen)) {
         c.payload = text_of(view->payload);
         c.truncated = view->truncated;
         if (view->source != nullptr) {
           c.source_port = ntohs(reinterpret_cast<const sockaddr_in*>(view->source)->sin_port);
         }
       }
-      self.loop->receive_buffers()->note_taken();
-      self.loop->receive_buffers()->recycle(id);
+      detail::LoopAccess::receive_buffers(*self.loop)->note_taken();
+      detail::LoopAccess::receive_buffers(*self.loop)->recycle(id);
     }
     self.seen.push_back(std::move(c));
-    if (!(flags & io::kCompletionMore)) self.ended = true;
+    if (!(flags & detail::kCompletionMore)) self.ended = true;
     return {};
   }
 };
 
 // The same datagrams give the same completions on both backends: one loop receive buffer each,
-// laid out as io/Datagram.h draws, with kCompletionMore (a 0-byte datagram too, although the
-// kernel ends io_uring's multishot recvmsg there: the backend starts it again); one longer than
-// the buffer's room arrives cut, with MSG_TRUNC. A cancel ends it, with no buffer.
+// laid out as io/detail/DatagramLayout.h draws, with kCompletionMore (a 0-byte datagram too,
+// although the kernel ends io_uring's multishot recvmsg there: the backend starts it again); one
+// longer than the buffer's room arrives cut, with MSG_TRUNC. A cancel ends it, with no buffer.
 TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
   LoopOptions options;
   options.provided_buffers_count = 16;
@@ -524,7 +527,7 @@ TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
   uint16_t receiver_port = 0, sender_port = 0;
   UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
   UniqueFd sender = bound_socket(SOCK_DGRAM, sender_port);
-  loop->attach(receiver.get());
+  detail::LoopAccess::attach(*loop, receiver.get());
   sockaddr_in target = loopback(receiver_port);
   ASSERT_EQ(::connect(sender.get(), reinterpret_cast<sockaddr*>(&target), sizeof target), 0);
   const std::string big = pattern(2000, 3);  // 1024 - 48 bytes of room: cut
@@ -533,36 +536,36 @@ TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
   }
   MultishotDatagrams op;
   op.loop = loop.get();
-  op.code = io::OpCode::kRecvMsgMultishot;
+  op.code = detail::OpCode::kRecvMsgMultishot;
   op.fd = receiver.get();
-  op.shape.msg_namelen = io::kDatagramNameBytes;
+  op.shape.msg_namelen = detail::kDatagramNameBytes;
   op.data = &op.shape;
   op.on_complete = &MultishotDatagrams::on;
   run_task(*loop, [](EventLoop& l, MultishotDatagrams& o) -> Task<> {
-    EXPECT_TRUE(l.submit(o));
+    EXPECT_TRUE(detail::LoopAccess::submit(l, o));
     for (int i = 0; i < 2000 && o.seen.size() < 4; ++i) co_await io::sleep_for(l, 1ms);
-    l.cancel(o);
+    detail::LoopAccess::cancel(l, o);
     for (int i = 0; i < 2000 && !o.ended; ++i) co_await io::sleep_for(l, 1ms);
   }(*loop, op));
   ASSERT_EQ(op.seen.size(), 5u);
-  const uint32_t room = 1024 - io::kDatagramHeadroom;
+  const uint32_t room = 1024 - detail::kDatagramHeadroom;
   const std::vector<std::string> expected = {pattern(1, 0), std::string(), pattern(500, 1),
                                              big.substr(0, room)};
   for (size_t i = 0; i < 4; ++i) {
     SCOPED_TRACE("datagram " + std::to_string(i));
     const Completion& c = op.seen[i];
-    EXPECT_EQ(c.flags & (io::kCompletionBuffer | io::kCompletionMore),
-              io::kCompletionBuffer | io::kCompletionMore);
-    EXPECT_EQ(c.res, static_cast<int32_t>(io::kDatagramHeadroom + expected[i].size()));
+    EXPECT_EQ(c.flags & (detail::kCompletionBuffer | detail::kCompletionMore),
+              detail::kCompletionBuffer | detail::kCompletionMore);
+    EXPECT_EQ(c.res, static_cast<int32_t>(detail::kDatagramHeadroom + expected[i].size()));
     EXPECT_EQ(c.payload, expected[i]);
     EXPECT_EQ(c.source_port, sender_port);
     EXPECT_EQ(c.truncated, i == 3);
   }
   EXPECT_EQ(op.seen[4].res, -ECANCELED);
   EXPECT_EQ(op.seen[4].flags, 0u);
-  EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+  EXPECT_EQ(detail::LoopAccess::receive_buffers(*loop)->held(), 0u);
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(receiver.get());
+  detail::LoopAccess::detach(*loop, receiver.get());
 }
 
 // Through the stream: every datagram (0 bytes included) with its source, in order, across the
@@ -576,15 +579,15 @@ TEST_P(Operations, MultishotRecvMsgDeliversEveryDatagramWithItsSource) {
     options.provided_buffer_size = 2048;
     auto loop = make_loop(options);
     ASSERT_TRUE(loop);
-    ASSERT_TRUE(io::MultishotRecvMsg::fits(*loop, 2000));
-    EXPECT_FALSE(io::MultishotRecvMsg::fits(*loop, 2001));
+    ASSERT_TRUE(detail::MultishotRecvMsg::fits(*loop, 2000));
+    EXPECT_FALSE(detail::MultishotRecvMsg::fits(*loop, 2001));
     uint16_t receiver_port = 0, first_port = 0, second_port = 0;
     UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
     int size = 1 << 20;
     ::setsockopt(receiver.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
     UniqueFd first = bound_socket(SOCK_DGRAM, first_port);
     UniqueFd second = bound_socket(SOCK_DGRAM, second_port);
-    loop->attach(receiver.get());
+    detail::LoopAccess::attach(*loop, receiver.get());
     sockaddr_in target = loopback(receiver_port);
     constexpr size_t kCount = 300;  // past kMaxQueued: the stream pauses at least once
     for (size_t i = 0; i < kCount; ++i) {
@@ -596,9 +599,9 @@ TEST_P(Operations, MultishotRecvMsgDeliversEveryDatagramWithItsSource) {
     }
     std::vector<std::pair<std::string, uint16_t>> got;
     {
-      io::MultishotRecvMsg stream(*loop, receiver.get());
+      detail::MultishotRecvMsg stream(*loop, receiver.get());
       run_task(*loop,
-               [](EventLoop& l, io::MultishotRecvMsg& s,
+               [](EventLoop& l, detail::MultishotRecvMsg& s,
                   std::vector<std::pair<std::string, uint16_t>>& out) -> Task<> {
                  co_await DatagramWait{s};
                  // Still receiving while the reader is away: the queue fills up to its bound.
@@ -610,7 +613,7 @@ TEST_P(Operations, MultishotRecvMsgDeliversEveryDatagramWithItsSource) {
                      break;
                    }
                    while (s.has_data()) {
-                     io::ReceivedDatagram d = s.pop();
+                     ReceivedDatagram d = s.pop();
                      EXPECT_FALSE(d.truncated);
                      const auto& source = reinterpret_cast<const sockaddr_in&>(d.source);
                      out.emplace_back(text_of(d.data.bytes()), ntohs(source.sin_port));
@@ -629,9 +632,9 @@ TEST_P(Operations, MultishotRecvMsgDeliversEveryDatagramWithItsSource) {
       EXPECT_EQ(got[i].first, pattern(i % 5 == 0 ? 0 : (i * 37) % 2000, i)) << "datagram " << i;
       EXPECT_EQ(got[i].second, i % 2 == 0 ? first_port : second_port) << "datagram " << i;
     }
-    EXPECT_EQ(loop->receive_buffers()->held(), 0u);
+    EXPECT_EQ(detail::LoopAccess::receive_buffers(*loop)->held(), 0u);
     EXPECT_EQ(loop->in_flight(), 0u);
-    loop->detach(receiver.get());
+    detail::LoopAccess::detach(*loop, receiver.get());
   }
 }
 
@@ -643,7 +646,7 @@ TEST_P(Operations, SendmsgBatchOnOneDatagramSocketKeepsEveryDatagram) {
   uint16_t receiver_port = 0, sender_port = 0;
   UniqueFd receiver = bound_socket(SOCK_DGRAM, receiver_port);
   UniqueFd sender = bound_socket(SOCK_DGRAM, sender_port);
-  loop->attach(sender.get());
+  detail::LoopAccess::attach(*loop, sender.get());
   constexpr size_t kCount = 100;  // more than one sendmmsg's worth on epoll
   std::vector<std::string> payloads;
   for (size_t i = 0; i < kCount; ++i) payloads.push_back(pattern(i * 11, i));
@@ -668,7 +671,7 @@ TEST_P(Operations, SendmsgBatchOnOneDatagramSocketKeepsEveryDatagram) {
           slot.message.msg_namelen = sizeof to;
           slot.message.msg_iov = &slot.vector;
           slot.message.msg_iovlen = 1;
-          slot.op->op().code = io::OpCode::kSendMsg;
+          slot.op->op().code = detail::OpCode::kSendMsg;
           slot.op->op().fd = fd;
           slot.op->op().data = &slot.message;
           l.spawn([](RawOp& op, int32_t& result, size_t& count) -> Task<> {
@@ -688,7 +691,7 @@ TEST_P(Operations, SendmsgBatchOnOneDatagramSocketKeepsEveryDatagram) {
     EXPECT_EQ(std::string(buffer.data(), static_cast<size_t>(n)), payloads[i]);
   }
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(sender.get());
+  detail::LoopAccess::detach(*loop, sender.get());
 }
 
 // ---- files ----
@@ -789,7 +792,7 @@ TEST_P(Operations, SendFileMovesAFileRegionToASocketUnchanged) {
   const std::string contents = pattern(3 * 1024 * 1024 + 123, 5);  // several pipes' worth
   UniqueFd file = file_with(contents);
   TcpPair pair(true);  // small buffers and a slow reader: the sender waits for room
-  loop->attach(pair.server.get());
+  detail::LoopAccess::attach(*loop, pair.server.get());
   struct Outcome {
     Result<uint64_t> whole = Unexpected{std::errc::io_error};
     Result<uint64_t> middle = Unexpected{std::errc::io_error};
@@ -823,7 +826,7 @@ TEST_P(Operations, SendFileMovesAFileRegionToASocketUnchanged) {
   EXPECT_TRUE(o.received == expected) << "bytes lost, reordered or changed";
   EXPECT_EQ(::lseek(file.get(), 0, SEEK_CUR), 0);  // positional: the file position stays
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(pair.server.get());
+  detail::LoopAccess::detach(*loop, pair.server.get());
 }
 
 TEST_P(Operations, SendFileToAPeerThatLeftFailsWithoutSigpipe) {
@@ -834,7 +837,7 @@ TEST_P(Operations, SendFileToAPeerThatLeftFailsWithoutSigpipe) {
   int linger_bytes[2] = {1, 0};  // close with RST
   ::setsockopt(pair.client.get(), SOL_SOCKET, SO_LINGER, linger_bytes, sizeof linger_bytes);
   pair.client.reset();
-  loop->attach(pair.server.get());
+  detail::LoopAccess::attach(*loop, pair.server.get());
   Result<uint64_t> sent = uint64_t{0};
   run_task(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
     co_await io::sleep_for(l, 5ms);  // the reset has arrived
@@ -844,7 +847,7 @@ TEST_P(Operations, SendFileToAPeerThatLeftFailsWithoutSigpipe) {
   EXPECT_TRUE(sent.error() == std::errc::broken_pipe || sent.error() == std::errc::connection_reset)
       << sent.error().message();
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(pair.server.get());
+  detail::LoopAccess::detach(*loop, pair.server.get());
 }
 
 TEST_P(Operations, SendFileToAPeerThatNeverReadsEndsWithItsDeadline) {
@@ -852,7 +855,7 @@ TEST_P(Operations, SendFileToAPeerThatNeverReadsEndsWithItsDeadline) {
   ASSERT_TRUE(loop);
   UniqueFd file = file_with(pattern(8 << 20, 2));
   TcpPair pair(true);
-  loop->attach(pair.server.get());
+  detail::LoopAccess::attach(*loop, pair.server.get());
   Result<uint64_t> sent = uint64_t{0};
   run_task(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
     out = co_await with_timeout(io::send_file(l, server, f, 0, 8 << 20), 50ms);
@@ -860,7 +863,7 @@ TEST_P(Operations, SendFileToAPeerThatNeverReadsEndsWithItsDeadline) {
   ASSERT_FALSE(sent);
   EXPECT_EQ(sent.error(), std::errc::timed_out);
   EXPECT_EQ(loop->in_flight(), 0u);
-  loop->detach(pair.server.get());
+  detail::LoopAccess::detach(*loop, pair.server.get());
 }
 
 }  // namespace

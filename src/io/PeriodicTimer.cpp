@@ -53,7 +53,7 @@ void PeriodicTimer::TickAwaiter::await_suspend(std::coroutine_handle<> caller) n
   loop_.add_timer(node_, timer_->next_due_);
 }
 
-void PeriodicTimer::TickAwaiter::on_fire(io::TimerNode& node) noexcept {
+void PeriodicTimer::TickAwaiter::on_fire(TimerNode& node) noexcept {
   TickAwaiter& self = *static_cast<Node&>(node).owner;
   self.timer_->waiting_ = nullptr;
   self.loop_.schedule(std::exchange(self.caller_, {}));

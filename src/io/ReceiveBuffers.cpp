@@ -7,7 +7,7 @@
 
 #include "SetupError.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 ReceiveBuffers::~ReceiveBuffers() {
   if (storage_ != nullptr) ::munmap(storage_, mapped_bytes_);
@@ -54,4 +54,4 @@ const std::error_category& setup_error_category() noexcept {
   return category;
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

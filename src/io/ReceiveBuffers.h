@@ -19,7 +19,7 @@
 
 #include "ucp/base/Result.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class ReceiveBuffers {
  public:
@@ -69,4 +69,4 @@ class ReceiveBuffers {
   void provide_more() noexcept;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -1,8 +1,9 @@
-#include "ucp/io/RingMessage.h"
+#include "ucp/io/detail/RingMessage.h"
 
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/LoopAccess.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 RingMessage::RingMessage(void* owner, OnSent on_sent) noexcept : owner_(owner), on_sent_(on_sent) {
   op_.owner = this;
@@ -15,11 +16,12 @@ Result<void> RingMessage::send(EventLoop& from, EventLoop& target, int32_t value
     return Unexpected{std::errc::operation_not_supported};
   }
   if (from.io_closed()) return Unexpected{std::errc::operation_canceled};
-  if (!target.reserve_incoming_message()) return Unexpected{std::errc::connection_refused};
+  if (!detail::LoopAccess::reserve_incoming_message(target))
+    return Unexpected{std::errc::connection_refused};
   op_.aux = &target;
   op_.size = static_cast<uint32_t>(value);
-  if (!from.submit(op_)) {
-    target.release_incoming_message();
+  if (!detail::LoopAccess::submit(from, op_)) {
+    detail::LoopAccess::release_incoming_message(target);
     return Unexpected{error_from_errno(-op_.result)};
   }
   target_ = &target;
@@ -32,7 +34,8 @@ std::coroutine_handle<> RingMessage::on_complete(IoContext& context, int32_t res
                                                  uint32_t) noexcept {
   auto* self = static_cast<Message&>(context).owner;
   self->in_flight_ = false;
-  if (res < 0) self->target_->release_incoming_message();  // it will never arrive there
+  if (res < 0)
+    detail::LoopAccess::release_incoming_message(*self->target_);  // it will never arrive there
   self->on_sent_(*self, void_from_cqe(res));
   return {};
 }
@@ -53,4 +56,4 @@ void SendMessageOp::on_sent(RingMessage& message, Result<void> delivered) noexce
   self->loop_.schedule(self->waiter_);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -5,7 +5,7 @@
 
 #include <system_error>
 
-namespace ucp::io {
+namespace ucp::detail {
 
 enum class SetupError : int {
   kReceiveBuffers = 1,  // the receive buffers (or their ring) could not be mapped
@@ -17,7 +17,7 @@ inline std::error_code make_error_code(SetupError error) noexcept {
   return {static_cast<int>(error), setup_error_category()};
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail
 
 template <>
-struct std::is_error_code_enum<ucp::io::SetupError> : std::true_type {};
+struct std::is_error_code_enum<ucp::detail::SetupError> : std::true_type {};

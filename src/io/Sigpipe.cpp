@@ -3,7 +3,7 @@
 #include <atomic>
 #include <csignal>
 
-namespace ucp::io {
+namespace ucp::detail {
 
 void ignore_default_sigpipe() noexcept {
   static std::atomic<bool> done{false};
@@ -15,4 +15,4 @@ void ignore_default_sigpipe() noexcept {
   done.store(true, std::memory_order_relaxed);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

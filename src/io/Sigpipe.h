@@ -6,10 +6,10 @@
 //
 // Thread contract: any thread.
 
-namespace ucp::io {
+namespace ucp::detail {
 
 /// Sets SIGPIPE to SIG_IGN unless the application installed a handler of its own (then it is
 /// the application's call). Cheap after the first call.
 void ignore_default_sigpipe() noexcept;
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

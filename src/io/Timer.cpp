@@ -2,7 +2,17 @@
 
 #include <cassert>
 
-namespace ucp::io {
+#include "ucp/io/detail/TimerQueue.h"
+
+namespace ucp {
+
+TimerNode::~TimerNode() {
+  if (queue_ != nullptr && index_ != kNotQueued) queue_->cancel(*this, /*remove=*/true);
+}
+
+}  // namespace ucp
+
+namespace ucp::detail {
 
 // A 4-ary heap: half the depth of a binary one, and the four children of a node share a
 // cache line of pointers, so a sift touches fewer lines.
@@ -11,10 +21,6 @@ constexpr uint32_t kArity = 4;
 inline uint32_t parent_of(uint32_t index) noexcept { return (index - 1) / kArity; }
 inline uint32_t first_child_of(uint32_t index) noexcept { return index * kArity + 1; }
 }  // namespace
-
-TimerNode::~TimerNode() {
-  if (queue_ != nullptr && index_ != kNotQueued) queue_->cancel(*this, /*remove=*/true);
-}
 
 TimerQueue::~TimerQueue() {
   // Nodes outliving the loop must not reach back into a dead queue.
@@ -121,4 +127,4 @@ void TimerQueue::sift_down(uint32_t index) noexcept {
   place(node, index);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -2,8 +2,6 @@
 // earlier, and callbacks that add or cancel timers while the heap fires. Time is simulated:
 // fire_due() is given the "now" to fire at, so nothing here depends on the wall clock.
 
-#include "ucp/io/Timer.h"
-
 #include <algorithm>
 #include <memory>
 #include <random>
@@ -11,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
-namespace ucp::io {
+#include "ucp/io/detail/TimerQueue.h"
+
+namespace ucp::detail {
 namespace {
 
 using namespace std::chrono_literals;
@@ -163,4 +163,4 @@ TEST(TimerQueue, TenThousandRandomTimersFireInNondecreasingDueOrder) {
 }
 
 }  // namespace
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -5,7 +5,7 @@
 #include "LogFile.h"
 #include "RecordFormatter.h"
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 namespace {
 
 constexpr size_t kBatchBytes = 64 * 1024;
@@ -43,4 +43,4 @@ void ConsoleSink::flush() {
   buffer_.clear();
 }
 
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

@@ -10,7 +10,7 @@
 
 #include "ucp/log/Logger.h"
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 
 class ConsoleSink {
  public:
@@ -31,4 +31,4 @@ class ConsoleSink {
   std::string buffer_;
 };
 
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

@@ -9,7 +9,7 @@
 
 #include "RecordFormatter.h"
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 namespace {
 
 std::string sample_line(LogLevel level) {
@@ -70,4 +70,4 @@ TEST(ConsoleSink, ColoursOnlyTheLevelOnATerminal) {
 }
 
 }  // namespace
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 
@@ -31,4 +31,4 @@ inline void futex_wake(std::atomic<uint32_t>& word, int count = INT_MAX) {
             nullptr, 0);
 }
 
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 
 bool write_fully(int fd, const char* data, size_t size) noexcept {
   while (size > 0) {
@@ -138,4 +138,4 @@ void LogFile::roll() {
   size_ = 0;
 }
 
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

@@ -20,7 +20,7 @@
 
 #include "RecordFormatter.h"
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 
 /// Writes all of `data` to `fd`, retrying on EINTR and short writes. False on error.
 bool write_fully(int fd, const char* data, size_t size) noexcept;
@@ -74,4 +74,4 @@ class LogFile {
   int32_t day_;  // local day of open() or of the latest line seen by roll_if_later_day
 };
 
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

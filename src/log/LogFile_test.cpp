@@ -9,12 +9,12 @@
 #include "LogTestUtil.h"
 #include "RecordFormatter.h"
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 namespace {
 
-using log_test::exists;
-using log_test::read_lines;
-using log_test::TempDir;
+using test::exists;
+using test::read_lines;
+using test::TempDir;
 
 std::string numbered_line(int i) { return "line " + std::to_string(i) + " xxxxxxxxxxxxxxxxx\n"; }
 
@@ -154,4 +154,4 @@ TEST(LogFile, LineLongerThanMaxSizeGetsAFileOfItsOwn) {
 }
 
 }  // namespace
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

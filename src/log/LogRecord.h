@@ -13,7 +13,7 @@
 
 #include "ucp/log/Logger.h"
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 
 using DeferredFormat = void (*)(std::string_view blob, fmt::memory_buffer& out);
 
@@ -40,4 +40,4 @@ struct LogRecord {
 static_assert(sizeof(LogRecord) + sizeof(uint64_t) <= Logger::kQueueSlotBytes,
               "a queue cell should stay 4 lines (and what Logger::kQueueSlotBytes says)");
 
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ucp::log_test {
+namespace ucp::test {
 
 /// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
 class TempDir {
@@ -42,4 +42,4 @@ inline std::vector<std::string> read_lines(const std::string& path) {
 
 inline bool exists(const std::string& path) { return std::filesystem::exists(path); }
 
-}  // namespace ucp::log_test
+}  // namespace ucp::test

@@ -28,13 +28,13 @@
 namespace ucp {
 namespace {
 
-using log_detail::ConsoleSink;
-using log_detail::DeferredFormat;
-using log_detail::futex_wait;
-using log_detail::futex_wake;
-using log_detail::LogFile;
-using log_detail::LogRecord;
-using log_detail::RecordFormatter;
+using detail::ConsoleSink;
+using detail::DeferredFormat;
+using detail::futex_wait;
+using detail::futex_wake;
+using detail::LogFile;
+using detail::LogRecord;
+using detail::RecordFormatter;
 
 constexpr int64_t kNsPerMs = 1000000;
 constexpr uint32_t kMaxQueue = 1u << 24;   // what [log] queue_capacity allows: 4 GiB of slots
@@ -219,7 +219,7 @@ class Backend {
       return;
     }
     auto fill = [](LogRecord& record) noexcept {
-      record.format = &log_detail::reopen_request;
+      record.format = &detail::reopen_request;
       record.size = 0;
       record.file = __FILE__;
     };
@@ -289,7 +289,7 @@ class Backend {
       size_t popped = 0;
       bool urgent = false;
       while (popped < kMaxBatch && queue_.try_pop_with([&](LogRecord& record) {
-        if (record.format == &log_detail::reopen_request) {
+        if (record.format == &detail::reopen_request) {
           sinks_.reopen();
           return;
         }
@@ -430,7 +430,7 @@ void write_fallback(LogLevel level, const char* file, int line, std::string_view
   }
   text.clear();
   formatter.format(now_ns(), level, current_tid(), file, line, bytes, text);
-  log_detail::write_fully(STDERR_FILENO, text.data(), text.size());
+  detail::write_fully(STDERR_FILENO, text.data(), text.size());
 }
 
 }  // namespace

@@ -22,9 +22,9 @@
 namespace ucp {
 namespace {
 
-using log_test::exists;
-using log_test::read_lines;
-using log_test::TempDir;
+using test::exists;
+using test::read_lines;
+using test::TempDir;
 
 LogOptions file_options(const std::string& path) {
   LogOptions options;

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <ctime>
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 namespace {
 
 constexpr int64_t kNsPerSecond = 1000000000;
@@ -83,4 +83,4 @@ void RecordFormatter::append_prefix(int64_t time_ns, LogLevel level, int32_t tid
   out.push_back(' ');
 }
 
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

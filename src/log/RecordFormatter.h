@@ -15,7 +15,7 @@
 
 #include "ucp/log/Logger.h"
 
-namespace ucp::log_detail {
+namespace ucp::detail {
 
 class RecordFormatter {
  public:
@@ -48,4 +48,4 @@ class RecordFormatter {
   std::string_view last_base_name_ = "?";
 };
 
-}  // namespace ucp::log_detail
+}  // namespace ucp::detail

@@ -1,4 +1,4 @@
-#include "ucp/net/OutputQueue.h"
+#include "ucp/net/detail/OutputQueue.h"
 
 #include <algorithm>
 #include <bit>
@@ -8,7 +8,7 @@
 
 #include "ucp/memory/MemoryPool.h"
 
-namespace ucp {
+namespace ucp::detail {
 
 namespace {
 constexpr size_t kPoolHeader = 16;  // MemoryPool's own header inside every block
@@ -229,4 +229,4 @@ OutputSegment* OutputQueue::clear() noexcept {
   return borrowed_head;
 }
 
-}  // namespace ucp
+}  // namespace ucp::detail

@@ -1,4 +1,4 @@
-#include "ucp/net/OutputQueue.h"
+#include "ucp/net/detail/OutputQueue.h"
 
 #include <string>
 #include <vector>
@@ -7,7 +7,7 @@
 
 #include "ucp/memory/MemoryPool.h"
 
-namespace ucp {
+namespace ucp::detail {
 namespace {
 
 std::span<const std::byte> bytes(const std::string& text) {
@@ -149,4 +149,4 @@ TEST(OutputQueue, ShortSendsOfAMebibyteDeliverEveryByteOnce) {
 }
 
 }  // namespace
-}  // namespace ucp
+}  // namespace ucp::detail

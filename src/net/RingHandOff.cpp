@@ -3,9 +3,10 @@
 #include <string>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
 
-namespace ucp {
+namespace ucp::detail {
 
 namespace {
 // Sent once to every worker before the first connection: fds are never negative.
@@ -17,7 +18,7 @@ constexpr auto kProbeTimeout = std::chrono::milliseconds(2000);
 struct RingHandOff::Slot {
   explicit Slot(RingHandOff* owner) noexcept : hand_off(owner), message(this, &on_sent) {}
   RingHandOff* hand_off;
-  io::RingMessage message;
+  detail::RingMessage message;
   size_t worker = 0;
   int fd = -1;  // still ours until the main ring's completion confirms delivery
   Slot* next_free = nullptr;
@@ -34,7 +35,8 @@ RingHandOff::RingHandOff(EventLoop& main_loop, std::vector<EventLoop*> workers, 
     EventLoop* loop = workers_[i];
     // The handler belongs to the worker's thread: install it there.
     loop->post([this, loop, i] {
-      loop->set_message_handler([this, i](int32_t value) { receive(i, value); });
+      detail::LoopAccess::set_message_handler(*loop,
+                                              [this, i](int32_t value) { receive(i, value); });
     });
   }
 }
@@ -46,7 +48,7 @@ Task<> RingHandOff::probe(const bool& stopping) {
   size_t sent = 0;
   std::error_code failure;
   while (sent < workers_.size() && !stopping && std::chrono::steady_clock::now() < deadline) {
-    auto result = co_await io::send_message(main_loop_, *workers_[sent], kProbe);
+    auto result = co_await detail::send_message(main_loop_, *workers_[sent], kProbe);
     if (result) {
       ++sent;
     } else if (result.error() == std::errc::connection_refused) {
@@ -93,7 +95,7 @@ bool RingHandOff::send(size_t index, UniqueFd& fd) {
   return true;
 }
 
-void RingHandOff::on_sent(io::RingMessage& message, Result<void> delivered) noexcept {
+void RingHandOff::on_sent(detail::RingMessage& message, Result<void> delivered) noexcept {
   auto& slot = *static_cast<Slot*>(message.owner());
   RingHandOff& self = *slot.hand_off;
   const size_t worker = slot.worker;
@@ -129,4 +131,4 @@ void RingHandOff::receive(size_t index, int32_t value) {
   deliver_(server_, index, UniqueFd(value), workers_[index]->io_closed());
 }
 
-}  // namespace ucp
+}  // namespace ucp::detail

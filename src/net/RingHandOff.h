@@ -1,6 +1,6 @@
 #pragma once
 // RingHandOff: an opt-in way for TcpServer to hand accepted connections to worker loops, ring
-// to ring (io/RingMessage.h: IORING_OP_MSG_RING, io_uring 5.18+; server option
+// to ring (io/detail/RingMessage.h: IORING_OP_MSG_RING, io_uring 5.18+; server option
 // msg_ring_handoff). The main ring sends the fd number straight into the worker's ring as
 // part of its normal submit batch. Measured no faster than the default task queue + eventfd
 // (0.98x connections per second under churn, docs/benchmarks.md), so it is off by default and
@@ -10,7 +10,7 @@
 // send that is refused or fails (e.g. EOVERFLOW: the worker's CQ is full) gives the fd back
 // through `fallback`, so no connection is lost. Each worker's mailbox counts messages on their
 // way, and a stopping worker keeps reaping until they have arrived (see
-// EventLoop::set_message_handler); those arrive at `deliver` while the worker is closing.
+// LoopAccess::set_message_handler); those arrive at `deliver` while the worker is closing.
 //
 // Thread contract: construction, probe() and send() on the main loop's thread; `deliver`
 // runs on the worker's thread.
@@ -25,9 +25,9 @@
 #include "ucp/base/UniqueFd.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/RingMessage.h"
+#include "ucp/io/detail/RingMessage.h"
 
-namespace ucp {
+namespace ucp::detail {
 
 class RingHandOff {
  public:
@@ -56,7 +56,7 @@ class RingHandOff {
 
  private:
   struct Slot;
-  static void on_sent(io::RingMessage& message, Result<void> delivered) noexcept;
+  static void on_sent(detail::RingMessage& message, Result<void> delivered) noexcept;
   void receive(size_t index, int32_t value);
 
   EventLoop& main_loop_;
@@ -72,4 +72,4 @@ class RingHandOff {
   std::chrono::steady_clock::time_point last_warning_{};
 };
 
-}  // namespace ucp
+}  // namespace ucp::detail

@@ -1,23 +1,25 @@
-#include "ucp/net/StreamReader.h"
+#include "ucp/net/detail/StreamReader.h"
 
 #include <cassert>
 #include <cerrno>
 
-namespace ucp {
+#include "ucp/io/detail/LoopAccess.h"
+
+namespace ucp::detail {
 
 /// The one receive of a single-shot read, with its deadline; pooled, so that frames of
 /// readers in multishot mode (the default) do not carry it.
 struct StreamReader::ReadAwaiter::SingleShot {
-  struct Receive : io::Operation {
+  struct Receive : detail::Operation {
     ReadAwaiter* owner = nullptr;
   };
   Receive op;
-  io::LinkedTimeout timeout;
+  detail::LinkedTimeout timeout;
 };
 
 StreamReader::StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, void* owner,
                            void (*on_idle)(void*) noexcept) noexcept
-    : io::TimerNode(&on_deadline),
+    : TimerNode(&on_deadline),
       timeout_ms_(read_timeout_ms),
       multishot_(loop.capabilities().multishot_receive),
       stream_(loop, fd) {
@@ -36,7 +38,7 @@ StreamReader::ReadAwaiter::ReadAwaiter(StreamReader& reader,
                                        std::span<std::byte> destination) noexcept
     : reader_(reader), destination_(destination) {}
 
-StreamReader::ReadAwaiter::ReadAwaiter(StreamReader& reader, io::BufferLease* lend_into) noexcept
+StreamReader::ReadAwaiter::ReadAwaiter(StreamReader& reader, BufferLease* lend_into) noexcept
     : reader_(reader), lease_(lend_into) {}
 
 StreamReader::ReadAwaiter::~ReadAwaiter() = default;
@@ -70,14 +72,14 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
   int32_t registered_index = -1;
   if (lease_ != nullptr) {
     // Borrowed for this read only: a registered buffer when the loop has one free.
-    *lease_ = r.loop().borrow_receive_buffer();
+    *lease_ = detail::LoopAccess::borrow_receive_buffer(r.loop());
     into = lease_->writable();
     registered_index = lease_->registered_index();
   }
   single_shot_ = make_pooled<SingleShot>();
   auto& op = single_shot_->op;
   op.owner = this;
-  op.code = io::OpCode::kRecv;
+  op.code = detail::OpCode::kRecv;
   op.fd = r.stream_.fd();
   op.data = into.data();
   op.size = static_cast<uint32_t>(std::min<size_t>(into.size(), UINT32_MAX));
@@ -87,7 +89,7 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
     single_shot_->timeout.ms = r.timeout_ms_;
     op.timeout = &single_shot_->timeout;
   }
-  if (!r.loop().submit(op)) {
+  if (!detail::LoopAccess::submit(r.loop(), op)) {
     result_ = op.result;
     single_shot_.reset();
     return false;
@@ -156,7 +158,7 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
   StreamReader& r = reader_;
   if (r.waiting_ != this) return;  // not waiting (any more)
   if (mode_ == Mode::kSingleShot) {
-    r.loop().cancel(single_shot_->op);  // its completion resumes us
+    detail::LoopAccess::cancel(r.loop(), single_shot_->op);  // its completion resumes us
     return;
   }
   r.waiting_ = nullptr;
@@ -168,7 +170,7 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
 
 // ---- stopping ----
 
-void StreamReader::on_deadline(io::TimerNode& node) noexcept {
+void StreamReader::on_deadline(TimerNode& node) noexcept {
   auto& r = static_cast<StreamReader&>(node);
   if (r.waiting_ == nullptr || r.waiting_->mode_ != ReadAwaiter::Mode::kMultishot) return;
   r.stop(std::errc::timed_out);  // a timed-out connection reads no more
@@ -184,10 +186,10 @@ void StreamReader::stop(std::errc reason) noexcept {
   if (reader == nullptr) return;
   if (reader->mode_ == ReadAwaiter::Mode::kSingleShot) {
     // Its completion (-ECANCELED, or data that won the race) resumes it.
-    loop().cancel(reader->single_shot_->op);
+    detail::LoopAccess::cancel(loop(), reader->single_shot_->op);
   } else {
     loop().schedule(reader->caller_);  // resumes now with `reason`
   }
 }
 
-}  // namespace ucp
+}  // namespace ucp::detail

@@ -1,11 +1,13 @@
-#include "ucp/net/StreamWriter.h"
+#include "ucp/net/detail/StreamWriter.h"
 
 #include <cassert>
 #include <cerrno>
 
 #include <sys/socket.h>
 
-namespace ucp {
+#include "ucp/io/detail/LoopAccess.h"
+
+namespace ucp::detail {
 
 // One queue, one send in flight. A write appends to the queue and asks for a send; the send
 // starts from the loop's pre-submit hook, after every coroutine ready in this iteration has
@@ -18,17 +20,17 @@ namespace ucp {
 
 StreamWriter::StreamWriter(EventLoop& loop, int fd, OutputLimits limits, void* owner,
                            OnEvent on_event) noexcept
-    : io::TimerNode(&on_deadline),
+    : TimerNode(&on_deadline),
       limits_(limits),
       send_(loop, fd, this, &on_send_complete),
       owner_(owner),
       on_event_(on_event) {
-  io::PreSubmitHook::run = &on_send_hook;
+  detail::PreSubmitHook::run = &on_send_hook;
 }
 
 StreamWriter::~StreamWriter() {
   assert(idle());
-  loop().cancel_before_submit(send_hook());
+  detail::LoopAccess::cancel_before_submit(loop(), send_hook());
 }
 
 // ---- WriteAwaiter ----
@@ -88,10 +90,11 @@ Result<void> StreamWriter::WriteAwaiter::await_resume() const noexcept {
 // ---- sending ----
 
 void StreamWriter::request_send() noexcept {
-  if (!send_.in_flight() && !queue_.empty()) loop().run_before_submit(send_hook());
+  if (!send_.in_flight() && !queue_.empty())
+    detail::LoopAccess::run_before_submit(loop(), send_hook());
 }
 
-void StreamWriter::on_send_hook(io::PreSubmitHook& hook) noexcept {
+void StreamWriter::on_send_hook(detail::PreSubmitHook& hook) noexcept {
   static_cast<StreamWriter&>(hook).start_send();
 }
 
@@ -101,7 +104,7 @@ void StreamWriter::start_send() noexcept {
     drop_queue();
     return;
   }
-  iovec buffers[io::VectoredSend::kMaxBuffers];
+  iovec buffers[detail::VectoredSend::kMaxBuffers];
   const size_t count = queue_.gather(buffers, &in_flight_last_);
   const auto started = send_.start({buffers, count});
   if (!started) {
@@ -247,7 +250,7 @@ void StreamWriter::wake_flush_waiter() noexcept {
   if (flush_waiter_) loop().schedule(std::exchange(flush_waiter_, {}));
 }
 
-void StreamWriter::on_deadline(io::TimerNode& node) noexcept {
+void StreamWriter::on_deadline(TimerNode& node) noexcept {
   // The peer took nothing for the whole timeout: give up on the output.
   auto& w = static_cast<StreamWriter&>(node);
   if (w.queue_.empty() || w.error_) return;
@@ -278,9 +281,9 @@ void StreamWriter::FlushAwaiter::await_suspend(std::coroutine_handle<> caller) n
 }
 
 void StreamWriter::abandon() noexcept {
-  loop().cancel_before_submit(send_hook());
+  detail::LoopAccess::cancel_before_submit(loop(), send_hook());
   loop().cancel_timer(deadline());
   if (!queue_.empty()) drop_queue();
 }
 
-}  // namespace ucp
+}  // namespace ucp::detail

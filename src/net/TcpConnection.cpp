@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
 
 namespace ucp {
 
@@ -14,7 +15,7 @@ TcpConnection::TcpConnection(EventLoop& loop, UniqueFd fd, InetAddress peer,
       peer_(peer),
       reader_(loop, fd_.get(), read_timeout_ms, this, &on_side_idle),
       writer_(loop, fd_.get(), output_limits, this, &on_output_event) {
-  loop.attach(fd_.get());
+  detail::LoopAccess::attach(loop, fd_.get());
 }
 
 TcpConnection::~TcpConnection() {
@@ -22,7 +23,7 @@ TcpConnection::~TcpConnection() {
   // memory: close() must have run (or nothing was ever started).
   assert(idle());
   writer_.abandon();
-  if (fd_) loop().detach(fd_.get());
+  if (fd_) detail::LoopAccess::detach(loop(), fd_.get());
 }
 
 void TcpConnection::on_side_idle(void* self) noexcept {
@@ -30,8 +31,8 @@ void TcpConnection::on_side_idle(void* self) noexcept {
   if (c.drain_waiter_ && c.idle()) c.loop().schedule(std::exchange(c.drain_waiter_, {}));
 }
 
-void TcpConnection::on_output_event(void* self, StreamWriter::Event event) noexcept {
-  if (event == StreamWriter::Event::kIdle) {
+void TcpConnection::on_output_event(void* self, detail::StreamWriter::Event event) noexcept {
+  if (event == detail::StreamWriter::Event::kIdle) {
     on_side_idle(self);
     return;
   }

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "ucp/io/ResumeOn.h"
+#include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/SocketActivation.h"
 
@@ -157,7 +158,7 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
     acceptor->server = this;
     acceptor->loop = main_loop_.get();
     acceptor->listen_fd = std::move(main_listener);
-    main_loop_->attach(acceptor->listen_fd.get());
+    detail::LoopAccess::attach(*main_loop_, acceptor->listen_fd.get());
     acceptor_list_.push_back(std::move(acceptor));
   }
   if (acceptors_ == Acceptors::kMain && options_.msg_ring_handoff &&
@@ -168,8 +169,8 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
   } else if (acceptors_ == Acceptors::kMain && options_.msg_ring_handoff) {
     std::vector<EventLoop*> loops;
     for (auto& worker : workers_) loops.push_back(worker->loop);
-    ring_hand_off_ = std::make_unique<RingHandOff>(*main_loop_, std::move(loops), this,
-                                                   &deliver_from_ring, &fall_back_from_ring);
+    ring_hand_off_ = std::make_unique<detail::RingHandOff>(
+        *main_loop_, std::move(loops), this, &deliver_from_ring, &fall_back_from_ring);
   }
   listeners_open_.store(acceptor_list_.size());
   if (warnings) *warnings += notes;
@@ -195,7 +196,7 @@ void TcpServer::adopt_listeners(std::vector<UniqueFd> sockets, std::string& note
       acceptor->worker = workers_[i].get();
     } else {
       acceptor->loop = main_loop_.get();
-      main_loop_->attach(sockets[i].get());
+      detail::LoopAccess::attach(*main_loop_, sockets[i].get());
     }
     acceptor->listen_fd = std::move(sockets[i]);
     acceptor_list_.push_back(std::move(acceptor));
@@ -267,7 +268,7 @@ void TcpServer::run() {
       continue;
     }
     a->loop->post([this, a] {
-      a->loop->attach(a->listen_fd.get());
+      detail::LoopAccess::attach(*a->loop, a->listen_fd.get());
       a->loop->spawn(accept_connections(*a));
     });
   }
@@ -348,8 +349,8 @@ Task<> TcpServer::accept_connections(Acceptor& acceptor) {
 }
 
 Task<> TcpServer::multishot_accept_loop(Acceptor& acceptor) {
-  io::MultishotAccept multishot(*acceptor.loop, acceptor.listen_fd.get(), &acceptor,
-                                &on_multishot_accept);
+  detail::MultishotAccept multishot(*acceptor.loop, acceptor.listen_fd.get(), &acceptor,
+                                    &on_multishot_accept);
   while (!acceptor.stopping) {
     acceptor.waiting = true;
     auto ended = co_await multishot;  // accepts until the kernel ends the multishot
@@ -506,7 +507,7 @@ Task<> TcpServer::close_acceptor(Acceptor& acceptor) {
   if (acceptor.stopping) co_return;  // a drain closed it already
   acceptor.stopping = true;
   if (acceptor.waiting) (void)co_await io::cancel_fd(*acceptor.loop, acceptor.listen_fd.get());
-  acceptor.loop->detach(acceptor.listen_fd.get());
+  detail::LoopAccess::detach(*acceptor.loop, acceptor.listen_fd.get());
   acceptor.listen_fd.reset();
   listeners_open_.fetch_sub(1);
 }

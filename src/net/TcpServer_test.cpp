@@ -367,7 +367,7 @@ class TcpServerBackends : public ::testing::TestWithParam<BackendKind> {
 INSTANTIATE_TEST_SUITE_P(Backends, TcpServerBackends, test::kAllBackends, test::backend_name);
 
 TEST_P(TcpServerBackends, ReceiveLendsRingRegisteredOrPoolBuffersAsConfigured) {
-  using Source = io::BufferLease::Source;
+  using Source = BufferLease::Source;
   auto multishot = lease_sources_after_echo(GetParam(), 64, 0);
   EXPECT_EQ(multishot[size_t(Source::kReceiveBuffer)], 10);
   // Registered buffers exist on io_uring only: epoll reads into pool blocks instead.

@@ -15,13 +15,14 @@
 #include <sys/socket.h>
 
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
 
 namespace ucp {
 
 namespace {
 
 struct StreamWait {
-  io::MultishotRecvMsg& stream;
+  detail::MultishotRecvMsg& stream;
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> caller) noexcept { return stream.wait(caller); }
   void await_resume() const noexcept {}
@@ -48,7 +49,7 @@ struct SegmentControl {
   }
 };
 
-struct SendSlot : io::Operation {
+struct SendSlot : detail::Operation {
   msghdr message{};
   SendRound* round = nullptr;
   uint32_t first = 0;      // its first datagram, as an index into the round
@@ -56,7 +57,7 @@ struct SendSlot : io::Operation {
   SegmentControl control;
 };
 
-std::coroutine_handle<> on_slot_sent(IoContext& context, int32_t res, uint32_t) noexcept {
+std::coroutine_handle<> on_slot_sent(detail::IoContext& context, int32_t res, uint32_t) noexcept {
   auto& slot = static_cast<SendSlot&>(context);
   slot.result = res;
   return --slot.round->outstanding == 0 ? slot.round->waiter : std::coroutine_handle<>();
@@ -115,9 +116,9 @@ void set_receive_buffer(int fd, uint32_t bytes) noexcept {
 
 // A socket closed by its destructor while its receive was still in flight: the stream and
 // the fd live on here until the last completion has come back.
-Task<> reap(EventLoop& loop, std::unique_ptr<io::MultishotRecvMsg> stream, UniqueFd fd) {
+Task<> reap(EventLoop& loop, std::unique_ptr<detail::MultishotRecvMsg> stream, UniqueFd fd) {
   while (stream->busy()) co_await io::sleep_for(loop, std::chrono::milliseconds(1));
-  loop.detach(fd.get());
+  detail::LoopAccess::detach(loop, fd.get());
 }
 
 }  // namespace
@@ -135,7 +136,7 @@ UdpSocket::~UdpSocket() {
     loop_.spawn(reap(loop_, std::move(stream_), std::move(fd_)));
     return;
   }
-  loop_.detach(fd_.get());
+  detail::LoopAccess::detach(loop_, fd_.get());
 }
 
 Result<std::unique_ptr<UdpSocket>> UdpSocket::bind(EventLoop& loop, const InetAddress& local,
@@ -164,9 +165,9 @@ Result<std::unique_ptr<UdpSocket>> UdpSocket::create(EventLoop& loop, int family
   }
   std::unique_ptr<UdpSocket> self(new UdpSocket(loop, std::move(fd), options));
   if (auto address = InetAddress::local_of(self->fd_.get())) self->local_ = *address;
-  loop.attach(self->fd_.get());
-  if (io::MultishotRecvMsg::fits(loop, options.max_datagram_bytes)) {
-    self->stream_ = std::make_unique<io::MultishotRecvMsg>(loop, self->fd_.get());
+  detail::LoopAccess::attach(loop, self->fd_.get());
+  if (detail::MultishotRecvMsg::fits(loop, options.max_datagram_bytes)) {
+    self->stream_ = std::make_unique<detail::MultishotRecvMsg>(loop, self->fd_.get());
   }
   return self;
 }
@@ -190,7 +191,7 @@ uint64_t UdpSocket::truncated() const noexcept {
   return truncated_ + (stream_ ? stream_->truncated() : 0);
 }
 
-Task<Result<size_t>> UdpSocket::receive_batch(std::span<io::ReceivedDatagram> out) {
+Task<Result<size_t>> UdpSocket::receive_batch(std::span<ReceivedDatagram> out) {
   if (out.empty()) co_return Unexpected{std::errc::invalid_argument};
   if (closed_) co_return Unexpected{std::errc::operation_canceled};
   if (!stream_) {
@@ -209,9 +210,9 @@ Task<Result<size_t>> UdpSocket::receive_batch(std::span<io::ReceivedDatagram> ou
   co_return n;
 }
 
-Task<Result<size_t>> UdpSocket::receive_one(io::ReceivedDatagram& out) {
-  out = io::ReceivedDatagram{};
-  out.data = io::BufferLease::from_pool(max_datagram_bytes_);
+Task<Result<size_t>> UdpSocket::receive_one(ReceivedDatagram& out) {
+  out = ReceivedDatagram{};
+  out.data = BufferLease::from_pool(max_datagram_bytes_);
   const auto room = out.data.writable();
   iovec vector{room.data(), room.size()};
   msghdr message{};
@@ -237,7 +238,7 @@ Task<Result<size_t>> UdpSocket::receive_one(io::ReceivedDatagram& out) {
 Task<Result<ReceivedFrom>> UdpSocket::recv_from(std::span<std::byte> buffer) {
   if (closed_) co_return Unexpected{std::errc::operation_canceled};
   if (!stream_) co_return co_await receive_into(buffer);
-  io::ReceivedDatagram datagram;
+  ReceivedDatagram datagram;
   auto n = co_await receive_batch(std::span(&datagram, 1));
   if (!n) co_return Unexpected{n.error()};
   ReceivedFrom out;
@@ -305,7 +306,7 @@ static_assert(std::is_trivially_destructible_v<SendSlot>);
 void start_send(EventLoop& loop, int fd, SendSlot* storage, const OutgoingDatagram& first,
                 iovec* vectors, uint32_t index, uint32_t count, SendRound& round) noexcept {
   SendSlot& slot = *::new (storage) SendSlot;
-  slot.code = io::OpCode::kSendMsg;
+  slot.code = detail::OpCode::kSendMsg;
   slot.fd = fd;
   slot.message.msg_name = const_cast<sockaddr*>(first.to);
   slot.message.msg_namelen = first.to_length;
@@ -321,7 +322,7 @@ void start_send(EventLoop& loop, int fd, SendSlot* storage, const OutgoingDatagr
   slot.first = index;
   slot.datagrams = count;
   slot.on_complete = &on_slot_sent;
-  if (loop.submit(slot)) ++round.outstanding;  // refused: slot.result says why
+  if (detail::LoopAccess::submit(loop, slot)) ++round.outstanding;  // refused: slot.result says why
 }
 
 }  // namespace

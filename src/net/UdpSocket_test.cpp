@@ -33,7 +33,7 @@ using namespace std::chrono_literals;
 // Datagram contents: size s carries kPattern[s % 251 .. s % 251 + s).
 const std::vector<char>& pattern_source() {
   static const std::vector<char> bytes = [] {
-    std::vector<char> out(io::kMaxUdpPayload + 256);
+    std::vector<char> out(kMaxUdpPayload + 256);
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>((i * 7 + i / 251) & 0xFF);
     return out;
   }();
@@ -42,7 +42,7 @@ const std::vector<char>& pattern_source() {
 const char* pattern_for(size_t size) { return pattern_source().data() + size % 251; }
 
 Task<> echo(UdpSocket& socket) {
-  std::array<io::ReceivedDatagram, 64> batch;
+  std::array<ReceivedDatagram, 64> batch;
   std::array<OutgoingDatagram, 64> replies;
   for (;;) {
     auto n = co_await socket.receive_batch(batch);
@@ -54,7 +54,7 @@ Task<> echo(UdpSocket& socket) {
       replies[i] = OutgoingDatagram(batch[i].data.bytes(), batch[i].source, batch[i].source_length);
     }
     (void)co_await socket.send_batch(std::span(replies.data(), *n));
-    for (size_t i = 0; i < *n; ++i) batch[i] = io::ReceivedDatagram{};
+    for (size_t i = 0; i < *n; ++i) batch[i] = ReceivedDatagram{};
   }
 }
 
@@ -165,7 +165,7 @@ struct Client {
 // Sends every size of `sizes` (16 in flight) and checks every echo. Returns a description of
 // the first problem, or "".
 std::string round_trip(const Client& client, const std::vector<size_t>& sizes) {
-  std::vector<char> buffer(io::kMaxUdpPayload + 16);
+  std::vector<char> buffer(kMaxUdpPayload + 16);
   constexpr size_t kWindow = 16;
   for (size_t begin = 0; begin < sizes.size(); begin += kWindow) {
     const size_t end = std::min(sizes.size(), begin + kWindow);
@@ -214,8 +214,8 @@ TEST_P(UdpEcho, EchoesEveryDatagramSizeUnchanged) {
   Client client("127.0.0.1", server.port());
   std::vector<size_t> sizes;
   const size_t step = GetParam().receive == Receive::kLoopBuffers ? 1 : 61;
-  for (size_t size = 0; size <= io::kMaxUdpPayloadIpv4; size += step) sizes.push_back(size);
-  sizes.push_back(io::kMaxUdpPayloadIpv4);
+  for (size_t size = 0; size <= kMaxUdpPayloadIpv4; size += step) sizes.push_back(size);
+  sizes.push_back(kMaxUdpPayloadIpv4);
   EXPECT_EQ(round_trip(client, sizes), "");
 }
 
@@ -425,7 +425,7 @@ TEST_P(UdpSocketApi, CloseWakesAWaitingReceiverWithCanceled) {
     if (!s) co_return;
     bool done = false;
     l.spawn([](UdpSocket& socket, Result<size_t>& result, bool& finished) -> Task<> {
-      std::array<io::ReceivedDatagram, 4> batch;
+      std::array<ReceivedDatagram, 4> batch;
       result = co_await socket.receive_batch(batch);
       finished = true;
     }(**s, out, done));
@@ -484,7 +484,7 @@ TEST_P(UdpSocketApi, LongerDatagramsAreCutAndFlaggedNeverTakenForWholeOnes) {
       for (size_t size : {size_t{100}, size_t{9000}, size_t{10}}) {
         (void)co_await (*sender)->send_to(std::span(payload.data(), size),
                                           (*receiver)->local_address());
-        std::array<io::ReceivedDatagram, 1> batch;
+        std::array<ReceivedDatagram, 1> batch;
         auto n = co_await (*receiver)->receive_batch(batch);
         EXPECT_TRUE(n && *n == 1);
         if (!n) co_return;
@@ -520,7 +520,7 @@ TEST_P(UdpSocketApi, OversizedDatagramIsAnErrorValueAndLostAloneInABatch) {
     auto a = UdpSocket::bind(l, *InetAddress::parse("127.0.0.1", 0));
     auto b = UdpSocket::bind(l, *InetAddress::parse("127.0.0.1", 0));
     if (!a || !b) co_return;
-    std::vector<std::byte> big(io::kMaxUdpPayloadIpv4 + 1, std::byte{1});
+    std::vector<std::byte> big(kMaxUdpPayloadIpv4 + 1, std::byte{1});
     out.single = co_await (*a)->send_to(big, (*b)->local_address());
     const InetAddress& to = (*b)->local_address();
     std::array<OutgoingDatagram, 3> batch = {

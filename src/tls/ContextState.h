@@ -18,7 +18,7 @@
 
 #include "ucp/tls/TicketKeyRing.h"
 
-namespace ucp::tls {
+namespace ucp::tls::detail {
 
 template <auto Free>
 struct OpenSslFree {
@@ -64,4 +64,4 @@ int store_client_session(SSL* ssl, SSL_SESSION* session);
 /// The state of any SSL_CTX of a UCP context (null for an SSL_CTX UCP did not make).
 const ContextState* context_state(const SSL_CTX* ctx) noexcept;
 
-}  // namespace ucp::tls
+}  // namespace ucp::tls::detail

@@ -26,13 +26,13 @@ namespace {
 
 using Failure = Unexpected<Error>;
 void free_names(STACK_OF(X509_NAME) * names) { sk_X509_NAME_pop_free(names, X509_NAME_free); }
-using X509NamesPtr = std::unique_ptr<STACK_OF(X509_NAME), OpenSslFree<free_names>>;
-using X509StorePtr = std::unique_ptr<X509_STORE, OpenSslFree<X509_STORE_free>>;
+using X509NamesPtr = std::unique_ptr<STACK_OF(X509_NAME), detail::OpenSslFree<free_names>>;
+using X509StorePtr = std::unique_ptr<X509_STORE, detail::OpenSslFree<X509_STORE_free>>;
 
 // ---- ex_data: the ContextState hangs off the SSL_CTX -------------------------------------
 
 void free_owned_state(void*, void* state, CRYPTO_EX_DATA*, int, long, void*) {
-  delete static_cast<ContextState*>(state);
+  delete static_cast<detail::ContextState*>(state);
 }
 int owner_index() {
   static const int index =
@@ -84,15 +84,15 @@ bool no_more_pem(unsigned long code) {
 }
 
 // Every certificate of a PEM file, in order (other PEM blocks, such as a key, are skipped).
-Result<std::vector<X509Ptr>, Error> read_certificates(std::string_view what,
-                                                      const std::string& path) {
+Result<std::vector<detail::X509Ptr>, Error> read_certificates(std::string_view what,
+                                                              const std::string& path) {
   auto pem = read_file(what, path);
   if (!pem) return Failure{pem.error()};
-  BioPtr bio(BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size())));
-  std::vector<X509Ptr> certificates;
+  detail::BioPtr bio(BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size())));
+  std::vector<detail::X509Ptr> certificates;
   for (;;) {
     ERR_clear_error();
-    X509Ptr certificate(PEM_read_bio_X509(bio.get(), nullptr, &no_password, nullptr));
+    detail::X509Ptr certificate(PEM_read_bio_X509(bio.get(), nullptr, &no_password, nullptr));
     if (certificate) {
       certificates.push_back(std::move(certificate));
       continue;
@@ -110,7 +110,7 @@ Result<std::vector<X509Ptr>, Error> read_certificates(std::string_view what,
   return certificates;
 }
 
-Result<EvpPkeyPtr, Error> read_private_key(const std::string& path) {
+Result<detail::EvpPkeyPtr, Error> read_private_key(const std::string& path) {
   auto pem = read_file("private key file", path);
   if (!pem) return Failure{pem.error()};
   // "-----BEGIN PRIVATE KEY-----", "... EC PRIVATE KEY-----", "... ENCRYPTED PRIVATE KEY-----"
@@ -118,9 +118,9 @@ Result<EvpPkeyPtr, Error> read_private_key(const std::string& path) {
   if (pem->find("PRIVATE KEY-----") == std::string::npos) {
     return Failure{Error("private key file " + path + ": no PEM private key in it")};
   }
-  BioPtr bio(BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size())));
+  detail::BioPtr bio(BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size())));
   ERR_clear_error();
-  EvpPkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, &no_password, nullptr));
+  detail::EvpPkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, &no_password, nullptr));
   if (!key) {
     return Failure{Error("private key file " + path +
                          ": not a usable PEM private key, or an encrypted one (" +
@@ -130,7 +130,7 @@ Result<EvpPkeyPtr, Error> read_private_key(const std::string& path) {
 }
 
 // The DNS names of a certificate's subjectAltName, lower case; wildcards as ".suffix".
-void collect_dns_names(X509* certificate, ContextState::Certificate& entry) {
+void collect_dns_names(X509* certificate, detail::ContextState::Certificate& entry) {
   auto* names = static_cast<GENERAL_NAMES*>(
       X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr));
   if (names == nullptr) return;
@@ -152,8 +152,8 @@ void collect_dns_names(X509* certificate, ContextState::Certificate& entry) {
 }
 
 struct LoadedCertificate {
-  std::vector<X509Ptr> chain;  // leaf first
-  EvpPkeyPtr key;
+  std::vector<detail::X509Ptr> chain;  // leaf first
+  detail::EvpPkeyPtr key;
 };
 
 Result<LoadedCertificate, Error> load_certificate(const CertificateFiles& files) {
@@ -234,7 +234,7 @@ Result<std::vector<unsigned char>, Error> alpn_wire(const std::vector<std::strin
 
 // SNI: switch to the SSL_CTX holding the certificate for the name; no match keeps the default.
 int select_certificate(SSL* ssl, int*, void* arg) {
-  const auto* state = static_cast<const ContextState*>(arg);
+  const auto* state = static_cast<const detail::ContextState*>(arg);
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   if (name == nullptr) return SSL_TLSEXT_ERR_OK;
   const size_t index = state->certificate_for(name);
@@ -246,7 +246,7 @@ int select_certificate(SSL* ssl, int*, void* arg) {
 // common ends the handshake with no_application_protocol.
 int select_alpn(SSL*, const unsigned char** out, unsigned char* out_length,
                 const unsigned char* offered, unsigned int offered_length, void* arg) {
-  const auto* state = static_cast<const ContextState*>(arg);
+  const auto* state = static_cast<const detail::ContextState*>(arg);
   unsigned char* chosen = nullptr;
   if (SSL_select_next_proto(&chosen, out_length, state->alpn_wire.data(),
                             static_cast<unsigned int>(state->alpn_wire.size()), offered,
@@ -262,7 +262,7 @@ int select_alpn(SSL*, const unsigned char** out, unsigned char* out_length,
 // 2: opened with the previous key, issue a fresh ticket; 0: unknown key, full handshake.
 int ticket_key(SSL* ssl, unsigned char* key_name, unsigned char* iv, EVP_CIPHER_CTX* cipher,
                EVP_MAC_CTX* mac, int seal) {
-  const ContextState* state = context_state(SSL_get_SSL_CTX(ssl));
+  const detail::ContextState* state = detail::context_state(SSL_get_SSL_CTX(ssl));
   if (state == nullptr || !state->ticket_keys) return 0;
   TicketKeyRing::Key key;
   bool current = true;
@@ -330,7 +330,7 @@ Result<void, Error> use_certificate(SSL_CTX* ctx, const CertificateFiles& files,
 
 }  // namespace
 
-size_t ContextState::certificate_for(std::string_view server_name) const noexcept {
+size_t detail::ContextState::certificate_for(std::string_view server_name) const noexcept {
   char lower[256];
   if (server_name.empty() || server_name.size() > sizeof lower) return 0;
   if (server_name.back() == '.') server_name.remove_suffix(1);  // "example.com." is absolute
@@ -355,9 +355,9 @@ size_t ContextState::certificate_for(std::string_view server_name) const noexcep
   return 0;
 }
 
-const ContextState* context_state(const SSL_CTX* ctx) noexcept {
+const detail::ContextState* detail::context_state(const SSL_CTX* ctx) noexcept {
   if (ctx == nullptr) return nullptr;
-  return static_cast<const ContextState*>(SSL_CTX_get_ex_data(ctx, view_index()));
+  return static_cast<const detail::ContextState*>(SSL_CTX_get_ex_data(ctx, view_index()));
 }
 
 Result<std::shared_ptr<const TlsContext>, Error> TlsContext::server(const TlsOptions& options) {
@@ -368,7 +368,7 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::server(const TlsOpt
   if (options.verify_client != VerifyClient::kNone && options.client_ca.empty()) {
     return Failure{Error("TLS verify_client: client certificates need a client_ca file")};
   }
-  auto state = std::make_unique<ContextState>();
+  auto state = std::make_unique<detail::ContextState>();
   state->server = true;
   state->alpn = options.alpn;
   auto wire = alpn_wire(options.alpn);
@@ -388,11 +388,11 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::server(const TlsOpt
     client_cas = std::move(*cas);
   }
 
-  std::vector<SslCtxPtr> contexts;
+  std::vector<detail::SslCtxPtr> contexts;
   for (const auto& files : options.certificates) {
     auto loaded = load_certificate(files);
     if (!loaded) return Failure{loaded.error()};
-    SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
+    detail::SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
     if (!ctx) return Failure{Error("TLS: cannot make an SSL_CTX: " + openssl_reason())};
     if (auto configured = configure_protocol(ctx.get(), options.min_version, options.max_version,
                                              options.ciphers, options.ciphersuites, options.groups);
@@ -427,7 +427,7 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::server(const TlsOpt
     SSL_CTX_set_tlsext_servername_arg(ctx.get(), state.get());
     SSL_CTX_set_ex_data(ctx.get(), view_index(), state.get());
 
-    ContextState::Certificate entry;
+    detail::ContextState::Certificate entry;
     collect_dns_names(loaded->chain[0].get(), entry);
     state->certificates.push_back(std::move(entry));
     contexts.push_back(std::move(ctx));
@@ -444,13 +444,13 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::server(const TlsOpt
 Result<std::shared_ptr<const TlsContext>, Error> TlsContext::client(
     const TlsClientOptions& options) {
   init_openssl();
-  auto state = std::make_unique<ContextState>();
+  auto state = std::make_unique<detail::ContextState>();
   state->alpn = options.alpn;
   auto wire = alpn_wire(options.alpn);
   if (!wire) return Failure{wire.error()};
   state->alpn_wire = std::move(*wire);
 
-  SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
+  detail::SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) return Failure{Error("TLS: cannot make an SSL_CTX: " + openssl_reason())};
   if (auto configured = configure_protocol(ctx.get(), options.min_version, options.max_version,
                                            options.ciphers, options.ciphersuites, options.groups);
@@ -486,7 +486,7 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::client(
   // cache inside the SSL_CTX.
   SSL_CTX_set_session_cache_mode(ctx.get(),
                                  SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-  SSL_CTX_sess_set_new_cb(ctx.get(), &store_client_session);
+  SSL_CTX_sess_set_new_cb(ctx.get(), &detail::store_client_session);
   SSL_CTX_set_ex_data(ctx.get(), view_index(), state.get());
   state->certificates.push_back({ctx.get(), {}, {}});
   SSL_CTX* main = ctx.release();
@@ -496,7 +496,9 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::client(
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
-const ContextState& TlsContext::state() const noexcept { return *context_state(ctx_); }
+const detail::ContextState& TlsContext::state() const noexcept {
+  return *detail::context_state(ctx_);
+}
 
 bool TlsContext::is_server() const noexcept { return state().server; }
 

@@ -116,7 +116,7 @@ struct SessionBio {
   }
 };
 
-int store_client_session(SSL* ssl, SSL_SESSION* session) {
+int detail::store_client_session(SSL* ssl, SSL_SESSION* session) {
   return SessionBio::store_session(ssl, session);
 }
 
@@ -560,7 +560,7 @@ std::string_view TlsSession::alpn() const noexcept {
 int TlsSession::alpn_index() const noexcept {
   const std::string_view chosen = alpn();
   if (chosen.empty()) return -1;
-  const ContextState* state = context_state(SSL_get_SSL_CTX(ssl_));
+  const detail::ContextState* state = detail::context_state(SSL_get_SSL_CTX(ssl_));
   if (state == nullptr) return -1;
   for (size_t i = 0; i < state->alpn.size(); ++i) {
     if (state->alpn[i] == chosen) return static_cast<int>(i);

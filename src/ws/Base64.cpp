@@ -1,6 +1,6 @@
 #include "Base64.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -41,4 +41,4 @@ bool valid_websocket_key(std::string_view key) noexcept {
   return true;
 }
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

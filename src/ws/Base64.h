@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 /// The base64 text of `bytes`.
 std::string base64_encode(std::span<const uint8_t> bytes);
@@ -16,4 +16,4 @@ std::string base64_encode(std::span<const uint8_t> bytes);
 /// the alphabet and "==".
 bool valid_websocket_key(std::string_view key) noexcept;
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

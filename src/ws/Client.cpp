@@ -94,7 +94,7 @@ std::string new_key() {
     const uint64_t value = counter.fetch_add(1) ^ static_cast<uint64_t>(::getpid()) << 32;
     std::memcpy(nonce.data(), &value, sizeof value);
   }
-  return base64_encode(nonce);
+  return detail::base64_encode(nonce);
 }
 
 std::string_view trim(std::string_view s) {
@@ -109,7 +109,7 @@ bool iequal(std::string_view a, std::string_view b) {
 
 /// Checks the server's answer (the head, without the empty line) against what was asked.
 bool check_response(std::string_view head, std::string_view key, const Options& options,
-                    Negotiated& negotiated) {
+                    detail::Negotiated& negotiated) {
   const size_t line_end = head.find("\r\n");
   const std::string_view status_line = head.substr(0, line_end);
   if (status_line.substr(0, 13) != "HTTP/1.1 101 " && status_line != "HTTP/1.1 101") {
@@ -120,8 +120,8 @@ bool check_response(std::string_view head, std::string_view key, const Options& 
   bool connection = false;
   bool accepted = false;
   int protocols = 0;
-  std::vector<Extension> extensions;
-  const std::string expected = accept_key(key);
+  std::vector<detail::Extension> extensions;
+  const std::string expected = detail::accept_key(key);
   size_t at = line_end == std::string_view::npos ? head.size() : line_end + 2;
   while (at < head.size()) {
     size_t end = head.find("\r\n", at);
@@ -133,29 +133,30 @@ bool check_response(std::string_view head, std::string_view key, const Options& 
     const std::string_view name = line.substr(0, colon);
     const std::string_view value = trim(line.substr(colon + 1));
     if (iequal(name, "upgrade")) {
-      upgrade = upgrade || has_token(value, "websocket");
+      upgrade = upgrade || detail::has_token(value, "websocket");
     } else if (iequal(name, "connection")) {
-      connection = connection || has_token(value, "upgrade");
+      connection = connection || detail::has_token(value, "upgrade");
     } else if (iequal(name, "sec-websocket-accept")) {
       if (accepted || value != expected) return false;
       accepted = true;
     } else if (iequal(name, "sec-websocket-protocol")) {
       // Exactly one of those we offered.
       if (++protocols > 1) return false;
-      negotiated.subprotocol = kNoSubprotocol;
-      for (size_t i = 0; i < options.subprotocols.size() && i < kNoSubprotocol; ++i) {
+      negotiated.subprotocol = detail::kNoSubprotocol;
+      for (size_t i = 0; i < options.subprotocols.size() && i < detail::kNoSubprotocol; ++i) {
         if (options.subprotocols[i] == value) negotiated.subprotocol = static_cast<uint8_t>(i);
       }
-      if (negotiated.subprotocol == kNoSubprotocol) return false;
+      if (negotiated.subprotocol == detail::kNoSubprotocol) return false;
     } else if (iequal(name, "sec-websocket-extensions")) {
-      if (!parse_extensions(value, extensions)) return false;
+      if (!detail::parse_extensions(value, extensions)) return false;
     }
   }
   if (!upgrade || !connection || !accepted) return false;
   // Only what was offered: permessage-deflate, once.
   if (!extensions.empty()) {
     if (!options.deflate.enabled || extensions.size() != 1) return false;
-    if (!accept_deflate_response(extensions.front(), options.deflate, negotiated.deflate_params)) {
+    if (!detail::accept_deflate_response(extensions.front(), options.deflate,
+                                         negotiated.deflate_params)) {
       return false;
     }
     negotiated.deflate = true;
@@ -195,7 +196,7 @@ Task<Result<std::unique_ptr<WebSocket>>> WebSocket::connect(EventLoop& loop, std
     request += "\r\n";
   }
   if (options.deflate.enabled) {
-    request += "Sec-WebSocket-Extensions: " + deflate_offer(options.deflate) + "\r\n";
+    request += "Sec-WebSocket-Extensions: " + detail::deflate_offer(options.deflate) + "\r\n";
   }
   request += "\r\n";
   if (auto sent =
@@ -206,7 +207,7 @@ Task<Result<std::unique_ptr<WebSocket>>> WebSocket::connect(EventLoop& loop, std
 
   // The answer's head; what follows it in the same read is the first frames already.
   std::string head;
-  io::BufferLease rest;
+  BufferLease rest;
   for (;;) {
     auto data = co_await with_deadline(connection->receive(), due);
     if (!data) co_return Unexpected{data.error()};
@@ -226,11 +227,11 @@ Task<Result<std::unique_ptr<WebSocket>>> WebSocket::connect(EventLoop& loop, std
     if (head.size() > kMaxResponseHead)
       co_return Unexpected{make_error_code(Errc::kHandshakeFailed)};
   }
-  Negotiated negotiated;
+  detail::Negotiated negotiated;
   if (!check_response(head, key, options, negotiated)) {
     co_return Unexpected{make_error_code(Errc::kHandshakeFailed)};
   }
-  auto extras = std::make_unique<WebSocketExtras>();
+  auto extras = std::make_unique<detail::WebSocketExtras>();
   extras->options = std::move(options);
   extras->connection = std::move(connection);
   TcpConnection& conn = *extras->connection;

@@ -9,7 +9,7 @@
 
 #include <zlib.h>
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 namespace {
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
@@ -483,4 +483,4 @@ DeflateState::DeflateState(const DeflateParams& agreed, const DeflateOptions& op
                options.level, options.mem_level),
       min_message_bytes(options.min_message_bytes) {}
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

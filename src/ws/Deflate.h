@@ -22,7 +22,7 @@
 
 #include "MessageBuffer.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 /// What both ends agreed on (RFC 7692 §7.1), from the server's point of view.
 struct DeflateParams {
@@ -125,4 +125,4 @@ struct DeflateState {
   size_t min_message_bytes;
 };
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

@@ -1,6 +1,6 @@
 #include "Frame.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 size_t encode_frame_header(std::byte* out, Opcode opcode, bool fin, bool rsv1, uint64_t length,
                            const std::byte* mask_key) noexcept {
@@ -28,4 +28,4 @@ size_t encode_frame_header(std::byte* out, Opcode opcode, bool fin, bool rsv1, u
   return n;
 }
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

@@ -22,7 +22,7 @@
 #include <cstring>
 #include <span>
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 enum class Opcode : uint8_t {
   kContinuation = 0x0,
@@ -75,4 +75,4 @@ constexpr bool valid_close_code(uint16_t code) noexcept {
   return code != 1004 && code != 1005 && code != 1006;
 }
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

@@ -7,7 +7,7 @@
 
 #include "Deflate.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 FrameReader::FrameReader(bool expect_masked, Limits limits) noexcept
     : limits_(limits), expect_masked_(expect_masked) {}
@@ -286,4 +286,4 @@ FrameReader::Event FrameReader::next(std::span<std::byte>& input) noexcept {
   }
 }
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

@@ -36,7 +36,7 @@
 #include "MessageBuffer.h"
 #include "Utf8Validator.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 class Inflater;
 
@@ -125,4 +125,4 @@ class FrameReader {
   std::byte header_[kMaxFrameHeaderBytes] = {};
 };
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

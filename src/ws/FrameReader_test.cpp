@@ -13,7 +13,7 @@
 
 #include "Deflate.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 namespace {
 
 using Event = FrameReader::Event;
@@ -348,4 +348,4 @@ TEST(FrameReader, KeepsTheWindowAcrossMessagesWithContextTakeover) {
 }
 
 }  // namespace
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

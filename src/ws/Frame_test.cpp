@@ -13,7 +13,7 @@
 #include "Sha1.h"
 #include "Utf8Validator.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 namespace {
 
 std::string hex(const Sha1Digest& d) {
@@ -169,4 +169,4 @@ TEST(Frame, KnowsWhichCloseCodesMayBeSent) {
 }
 
 }  // namespace
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

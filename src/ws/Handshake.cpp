@@ -3,7 +3,7 @@
 #include "Base64.h"
 #include "Sha1.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 std::string accept_key(std::string_view key) {
   std::string text(key);
@@ -27,4 +27,4 @@ bool has_token(std::string_view list, std::string_view token) noexcept {
   return found;
 }
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

@@ -10,7 +10,7 @@
 
 #include "Deflate.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 inline constexpr uint8_t kNoSubprotocol = 0xFF;
 
@@ -27,7 +27,7 @@ struct Negotiated {
 /// to it. The options and the handler belong to the route (or to the closure of accept()).
 struct ServerStart {
   TcpConnection* tcp = nullptr;
-  io::BufferLease* received = nullptr;  // the bytes after the handshake: moved in
+  BufferLease* received = nullptr;  // the bytes after the handshake: moved in
   const Options* options = nullptr;
   WebSocket::Handler* handler = nullptr;
   Negotiated negotiated;
@@ -56,4 +56,4 @@ void for_each_token(std::string_view list, Each each) {
   }
 }
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

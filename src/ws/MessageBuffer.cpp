@@ -6,7 +6,7 @@
 
 #include "ucp/memory/MemoryPool.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 bool MessageBuffer::reserve_more(size_t more) noexcept {
   if (capacity_ - size_ >= more) return true;
@@ -43,4 +43,4 @@ void MessageBuffer::release() noexcept {
   size_ = capacity_ = 0;
 }
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

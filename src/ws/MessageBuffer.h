@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <span>
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 class MessageBuffer {
  public:
@@ -46,4 +46,4 @@ class MessageBuffer {
   size_t capacity_ = 0;
 };
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

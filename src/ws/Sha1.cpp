@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 namespace {
 
 constexpr uint32_t rotl(uint32_t x, int n) noexcept { return (x << n) | (x >> (32 - n)); }
@@ -73,4 +73,4 @@ Sha1Digest sha1(std::string_view data) noexcept {
   return digest;
 }
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

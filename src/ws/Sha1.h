@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <string_view>
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 using Sha1Digest = std::array<uint8_t, 20>;
 
 /// The SHA-1 digest of `data` (FIPS 180-4).
 Sha1Digest sha1(std::string_view data) noexcept;
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

@@ -13,7 +13,7 @@
 #include <span>
 #include <string_view>
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 class Utf8Validator {
  public:
@@ -105,4 +105,4 @@ class Utf8Validator {
   uint8_t state_ = kAccept;
 };
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

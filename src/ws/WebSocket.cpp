@@ -161,23 +161,23 @@ struct Unlock {
 
 // ---- construction ----
 
-WebSocket::WebSocket(TcpConnection& tcp, const Options& options, Role role,
-                     io::BufferLease received, const Negotiated& negotiated,
-                     std::unique_ptr<WebSocketExtras> extras) noexcept
+WebSocket::WebSocket(TcpConnection& tcp, const Options& options, Role role, BufferLease received,
+                     const detail::Negotiated& negotiated,
+                     std::unique_ptr<detail::WebSocketExtras> extras) noexcept
     : tcp_(tcp),
       options_(options),
       input_(std::move(received)),
       extras_(std::move(extras)),
       subprotocol_(negotiated.subprotocol),
       role_(role) {
-  static_assert(sizeof(FrameReader) <= kReaderBytes, "grow WebSocket::kReaderBytes");
-  static_assert(alignof(FrameReader) <= 8);
-  auto* r = ::new (reader_storage_)
-      FrameReader(role == Role::kServer, {options.max_message_bytes, options.max_frame_bytes});
+  static_assert(sizeof(detail::FrameReader) <= kReaderBytes, "grow WebSocket::kReaderBytes");
+  static_assert(alignof(detail::FrameReader) <= 8);
+  auto* r = ::new (reader_storage_) detail::FrameReader(
+      role == Role::kServer, {options.max_message_bytes, options.max_frame_bytes});
   if (negotiated.deflate) {
-    if (!extras_) extras_.reset(new (std::nothrow) WebSocketExtras);
+    if (!extras_) extras_.reset(new (std::nothrow) detail::WebSocketExtras);
     if (extras_) {
-      extras_->deflate.reset(new (std::nothrow) DeflateState(
+      extras_->deflate.reset(new (std::nothrow) detail::DeflateState(
           negotiated.deflate_params, options.deflate, role == Role::kServer));
       if (extras_->deflate) r->enable_inflate(&extras_->deflate->inflater);
     }
@@ -192,8 +192,8 @@ WebSocket::~WebSocket() {
   reader().~FrameReader();
 }
 
-FrameReader& WebSocket::reader() noexcept {
-  return *std::launder(reinterpret_cast<FrameReader*>(reader_storage_));
+detail::FrameReader& WebSocket::reader() noexcept {
+  return *std::launder(reinterpret_cast<detail::FrameReader*>(reader_storage_));
 }
 
 std::string_view WebSocket::close_reason() const noexcept {
@@ -218,7 +218,7 @@ void WebSocket::note_activity() noexcept {
   if (state_ == State::kOpen && options_.ping_interval_ms > 0) arm_timer(options_.ping_interval_ms);
 }
 
-void WebSocket::on_timer(io::TimerNode& node) noexcept {
+void WebSocket::on_timer(TimerNode& node) noexcept {
   WebSocket& ws = static_cast<WebSocket&>(node);
   if (ws.state_ == State::kClosed) return;
   if (ws.state_ == State::kClosing || ws.ping_outstanding_) {
@@ -346,7 +346,7 @@ Result<Message> WebSocket::ReceiveAwaiter::await_resume() noexcept {
     case Delivery::kMessage:
       break;
   }
-  FrameReader& r = ws_.reader();
+  detail::FrameReader& r = ws_.reader();
   return Message{r.message_is_text() ? MessageKind::kText : MessageKind::kBinary, r.message()};
 }
 
@@ -383,7 +383,7 @@ void WebSocket::log_failure(WebSocket& ws, uint16_t code, const char* reason) no
 
 void WebSocket::keep_close_reason(std::string_view reason) noexcept {
   if (reason.empty()) return;
-  if (!extras_) extras_.reset(new (std::nothrow) WebSocketExtras);
+  if (!extras_) extras_.reset(new (std::nothrow) detail::WebSocketExtras);
   if (!extras_) return;
   try {
     extras_->close_reason.assign(reason);
@@ -420,9 +420,9 @@ class WebSocket::Sent {
   Task<Result<void>> task_;
 };
 
-Task<> WebSocket::serve(const ServerStart& start) { return run(nullptr, &start); }
+Task<> WebSocket::serve(const detail::ServerStart& start) { return run(nullptr, &start); }
 
-Task<> WebSocket::run(WebSocket* ws, const ServerStart* start) {
+Task<> WebSocket::run(WebSocket* ws, const detail::ServerStart* start) {
   // A server's WebSocket lives here, in the frame of its reading side.
   struct Owned {
     alignas(WebSocket) std::byte storage[sizeof(WebSocket)];
@@ -458,7 +458,7 @@ Task<> WebSocket::run(WebSocket* ws, const ServerStart* start) {
 }
 
 WebSocket::Step WebSocket::advance() noexcept {
-  FrameReader& r = reader();
+  detail::FrameReader& r = reader();
   for (;;) {
     switch (phase_) {
       case Phase::kTop:
@@ -522,7 +522,7 @@ WebSocket::Step WebSocket::advance() noexcept {
         }
         continue;
       case Phase::kParse: {
-        auto event = FrameReader::Event::kNeedMore;
+        auto event = detail::FrameReader::Event::kNeedMore;
         if (input_offset_ < input_.size()) {
           std::span<std::byte> input(input_.writable().data() + input_offset_,
                                      input_.size() - input_offset_);
@@ -531,30 +531,30 @@ WebSocket::Step WebSocket::advance() noexcept {
         }
         phase_ = Phase::kRead;
         switch (event) {
-          case FrameReader::Event::kMessage:
+          case detail::FrameReader::Event::kMessage:
             if (state_ == State::kOpen && !finishing_) {
               delivery_ = Delivery::kMessage;
               phase_ = Phase::kDeliver;
             }
             continue;  // after our close frame, messages are dropped
-          case FrameReader::Event::kPing:
+          case detail::FrameReader::Event::kPing:
             if (state_ == State::kOpen) return Step::kPong;
             continue;
-          case FrameReader::Event::kPong:
+          case detail::FrameReader::Event::kPong:
             ping_outstanding_ = false;
             continue;
-          case FrameReader::Event::kClose:
+          case detail::FrameReader::Event::kClose:
             keep_close_reason(r.close_reason());
             // Answer with the same code (none if it had none), then end.
             phase_ = Phase::kAfterClose;
             if (state_ == State::kOpen) return Step::kAnswerClose;
             continue;
-          case FrameReader::Event::kError:
+          case detail::FrameReader::Event::kError:
             log_failure(*this, r.error_code(), r.error_reason());
             phase_ = Phase::kAfterFail;
             if (state_ == State::kOpen) return Step::kFail;
             continue;
-          case FrameReader::Event::kNeedMore:
+          case detail::FrameReader::Event::kNeedMore:
             break;
         }
         // Everything buffered is parsed: wait for more, holding no buffer meanwhile.
@@ -619,7 +619,7 @@ void WebSocket::after_read(Result<size_t> read) noexcept {
 }
 
 Task<Result<void>> WebSocket::control_task(Step step) {
-  FrameReader& r = reader();
+  detail::FrameReader& r = reader();
   switch (step) {
     case Step::kClose:
       return send_close(close_code_, {});
@@ -672,21 +672,21 @@ bool WebSocket::SendAwaiter::await_ready() noexcept {
     // A small frame is masked on the stack and copied into the queue whole; a large one takes
     // the slow path, which masks it through a scratch block.
     if (data.size() > kCopyLimit) return false;
-    std::byte frame[kMaxFrameHeaderBytes + kCopyLimit];
+    std::byte frame[detail::kMaxFrameHeaderBytes + kCopyLimit];
     std::byte key[4];
     random_mask(key);
-    const size_t n = encode_frame_header(frame, static_cast<Opcode>(opcode_of(kind_)), true, false,
-                                         data.size(), key);
+    const size_t n = detail::encode_frame_header(
+        frame, static_cast<detail::Opcode>(opcode_of(kind_)), true, false, data.size(), key);
     if (!data.empty()) std::memcpy(frame + n, data.data(), data.size());
     uint32_t phase = 0;
-    apply_mask(std::span<std::byte>(frame + n, data.size()), key, phase);
+    detail::apply_mask(std::span<std::byte>(frame + n, data.size()), key, phase);
     auto whole = ws.tcp_.write(std::span<const std::byte>(frame, n + data.size()));
     if (!whole.await_ready()) return false;  // the queue is full: wait in line
     return done(whole.await_resume().error());
   }
-  std::byte header[kMaxFrameHeaderBytes];
-  const size_t n = encode_frame_header(header, static_cast<Opcode>(opcode_of(kind_)), true, false,
-                                       data.size(), nullptr);
+  std::byte header[detail::kMaxFrameHeaderBytes];
+  const size_t n = detail::encode_frame_header(
+      header, static_cast<detail::Opcode>(opcode_of(kind_)), true, false, data.size(), nullptr);
   {
     auto head = ws.tcp_.write(std::span<const std::byte>(header, n));
     if (!head.await_ready()) return false;  // the queue is full: wait in line
@@ -749,10 +749,10 @@ Task<Result<void>> WebSocket::send_slow(MessageKind kind, std::span<const std::b
   if (state_ != State::kOpen) {
     co_return Unexpected{state_ == State::kClosed ? terminal_ : make_error_code(Errc::kClosed)};
   }
-  MessageBuffer packed;  // compressed, and masked in place for a client
+  detail::MessageBuffer packed;  // compressed, and masked in place for a client
   std::span<const std::byte> payload = data;
   bool rsv1 = false;
-  DeflateState* deflate = extras_ ? extras_->deflate.get() : nullptr;
+  detail::DeflateState* deflate = extras_ ? extras_->deflate.get() : nullptr;
   if (deflate != nullptr && deflate->deflater.usable() &&
       data.size() >= deflate->min_message_bytes && deflate->deflater.compress(data, packed)) {
     payload = packed.bytes();
@@ -761,14 +761,14 @@ Task<Result<void>> WebSocket::send_slow(MessageKind kind, std::span<const std::b
   const bool masked = role_ == Role::kClient;
   std::byte key[4];
   if (masked) random_mask(key);
-  std::byte header[kMaxFrameHeaderBytes];
-  const size_t n = encode_frame_header(header, static_cast<Opcode>(opcode_of(kind)), true, rsv1,
-                                       payload.size(), masked ? key : nullptr);
+  std::byte header[detail::kMaxFrameHeaderBytes];
+  const size_t n = detail::encode_frame_header(header, static_cast<detail::Opcode>(opcode_of(kind)),
+                                               true, rsv1, payload.size(), masked ? key : nullptr);
   if (auto queued = co_await tcp_.write(bytes(header, n)); !queued) co_return queued;
   if (masked) {
     uint32_t phase = 0;
     if (rsv1) {
-      apply_mask(packed.bytes(), key, phase);
+      detail::apply_mask(packed.bytes(), key, phase);
     } else {
       // Masked copies through a scratch block; each is queued before the next is made.
       constexpr size_t kPiece = 4096;
@@ -779,7 +779,7 @@ Task<Result<void>> WebSocket::send_slow(MessageKind kind, std::span<const std::b
         const size_t take = std::min(payload.size() - at, packed.capacity());
         std::memcpy(packed.spare().data(), payload.data() + at, take);
         const auto piece = packed.spare().first(take);
-        apply_mask(piece, key, phase);
+        detail::apply_mask(piece, key, phase);
         if (auto queued = co_await tcp_.write(piece); !queued) co_return queued;
         at += take;
       }
@@ -792,17 +792,17 @@ Task<Result<void>> WebSocket::send_slow(MessageKind kind, std::span<const std::b
 
 Task<Result<void>> WebSocket::send_control(uint8_t opcode, std::span<const std::byte> payload) {
   // Built whole before the first suspension: `payload` may be the reader's, valid until then.
-  std::byte frame[kMaxFrameHeaderBytes + kMaxControlPayload];
-  const size_t length = std::min(payload.size(), kMaxControlPayload);
+  std::byte frame[detail::kMaxFrameHeaderBytes + detail::kMaxControlPayload];
+  const size_t length = std::min(payload.size(), detail::kMaxControlPayload);
   const bool masked = role_ == Role::kClient;
   std::byte key[4];
   if (masked) random_mask(key);
-  const size_t n = encode_frame_header(frame, static_cast<Opcode>(opcode), true, false, length,
-                                       masked ? key : nullptr);
+  const size_t n = detail::encode_frame_header(frame, static_cast<detail::Opcode>(opcode), true,
+                                               false, length, masked ? key : nullptr);
   if (length > 0) std::memcpy(frame + n, payload.data(), length);
   if (masked) {
     uint32_t phase = 0;
-    apply_mask(std::span<std::byte>(frame + n, length), key, phase);
+    detail::apply_mask(std::span<std::byte>(frame + n, length), key, phase);
   }
   Sender counted(*this);
   co_await FrameLock(*this);
@@ -812,12 +812,12 @@ Task<Result<void>> WebSocket::send_control(uint8_t opcode, std::span<const std::
 
 Task<Result<void>> WebSocket::send_close(uint16_t code, std::string_view reason) {
   state_ = State::kClosing;
-  std::byte payload[kMaxControlPayload];
+  std::byte payload[detail::kMaxControlPayload];
   size_t n = 0;
   if (code != close_code::kNoStatus) {
     payload[0] = static_cast<std::byte>(code >> 8);
     payload[1] = static_cast<std::byte>(code & 0xFF);
-    const size_t room = std::min(reason.size(), kMaxControlPayload - 2);
+    const size_t room = std::min(reason.size(), detail::kMaxControlPayload - 2);
     if (room > 0) std::memcpy(payload + 2, reason.data(), room);
     n = 2 + room;
   }
@@ -825,7 +825,8 @@ Task<Result<void>> WebSocket::send_close(uint16_t code, std::string_view reason)
 }
 
 Task<Result<void>> WebSocket::ping(std::span<const std::byte> payload) {
-  if (payload.size() > kMaxControlPayload) co_return Unexpected{std::errc::invalid_argument};
+  if (payload.size() > detail::kMaxControlPayload)
+    co_return Unexpected{std::errc::invalid_argument};
   if (state_ != State::kOpen) {
     co_return Unexpected{state_ == State::kClosed ? terminal_ : make_error_code(Errc::kClosed)};
   }
@@ -833,13 +834,13 @@ Task<Result<void>> WebSocket::ping(std::span<const std::byte> payload) {
 }
 
 Task<Result<void>> WebSocket::close(uint16_t code, std::string_view reason) {
-  if (!valid_close_code(code) || reason.size() > kMaxControlPayload - 2 ||
-      !Utf8Validator::valid(std::as_bytes(std::span(reason.data(), reason.size())))) {
+  if (!detail::valid_close_code(code) || reason.size() > detail::kMaxControlPayload - 2 ||
+      !detail::Utf8Validator::valid(std::as_bytes(std::span(reason.data(), reason.size())))) {
     co_return Unexpected{std::errc::invalid_argument};
   }
   if (state_ == State::kOpen) {
-    std::byte payload[kMaxControlPayload] = {static_cast<std::byte>(code >> 8),
-                                             static_cast<std::byte>(code & 0xFF)};
+    std::byte payload[detail::kMaxControlPayload] = {static_cast<std::byte>(code >> 8),
+                                                     static_cast<std::byte>(code & 0xFF)};
     if (!reason.empty()) std::memcpy(payload + 2, reason.data(), reason.size());
     state_ = State::kClosing;
     close_code_ = code;

@@ -12,7 +12,7 @@
 
 #include "Deflate.h"
 
-namespace ucp::ws {
+namespace ucp::ws::detail {
 
 struct WebSocketExtras {
   std::unique_ptr<DeflateState> deflate;
@@ -23,4 +23,4 @@ struct WebSocketExtras {
   std::coroutine_handle<> runner;  // its reading side, started by the first receive()
 };
 
-}  // namespace ucp::ws
+}  // namespace ucp::ws::detail

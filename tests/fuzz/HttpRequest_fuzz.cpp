@@ -34,6 +34,7 @@
 namespace {
 
 using namespace ucp::http;
+using namespace ucp::http::detail;
 
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "invariant broken: %s\n", what);

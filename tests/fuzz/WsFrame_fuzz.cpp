@@ -30,7 +30,7 @@
 
 namespace {
 
-using ucp::ws::FrameReader;
+using ucp::ws::detail::FrameReader;
 
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "invariant broken: %s\n", what);
@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const FrameReader::Limits limits =
       small_limits ? FrameReader::Limits{300, 200} : FrameReader::Limits{1 << 20, 1 << 20};
 
-  ucp::ws::Inflater inflater(15, (control & 0x80) != 0);
+  ucp::ws::detail::Inflater inflater(15, (control & 0x80) != 0);
   FrameReader reader(server, limits);
   if (deflate) reader.enable_inflate(&inflater);
 
@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         case FrameReader::Event::kMessage: {
           const auto message = reader.message();
           if (message.size() > limits.max_message_bytes) fail("message above the limit");
-          if (reader.message_is_text() && !ucp::ws::Utf8Validator::valid(message)) {
+          if (reader.message_is_text() && !ucp::ws::detail::Utf8Validator::valid(message)) {
             fail("text message that is not UTF-8");
           }
           volatile std::byte sink{};  // touch every byte: a stale view is caught by ASan
@@ -82,17 +82,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         case FrameReader::Event::kPing:
         case FrameReader::Event::kPong:
-          if (reader.control_payload().size() > ucp::ws::kMaxControlPayload) {
+          if (reader.control_payload().size() > ucp::ws::detail::kMaxControlPayload) {
             fail("control payload above 125 bytes");
           }
           break;
         case FrameReader::Event::kClose: {
           const uint16_t code = reader.close_code();
-          if (code != ucp::ws::close_code::kNoStatus && !ucp::ws::valid_close_code(code)) {
+          if (code != ucp::ws::close_code::kNoStatus && !ucp::ws::detail::valid_close_code(code)) {
             fail("close code no one may send");
           }
           const auto reason = reader.close_reason();
-          if (!ucp::ws::Utf8Validator::valid(
+          if (!ucp::ws::detail::Utf8Validator::valid(
                   std::as_bytes(std::span(reason.data(), reason.size())))) {
             fail("close reason that is not UTF-8");
           }

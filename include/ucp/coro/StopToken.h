@@ -8,7 +8,7 @@
 //   stop.request_stop();                     // every awaiter registered on it is cancelled
 //
 // An awaiter given a token registers a StopCallback while it is suspended; request_stop() runs
-// the callbacks, each of which asks its operation to end early (EventLoop::cancel). The
+// the callbacks, each of which asks its operation to end early (the awaiter's cancel()). The
 // awaiter then resumes with operation_canceled once the operation's completion has arrived,
 // so a cancelled operation never leaves the kernel writing into a buffer its owner has freed.
 // Sources compose: a StopCallback on one token can request_stop() another source (a request's

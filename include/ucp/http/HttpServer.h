@@ -77,7 +77,10 @@ struct WorkerStats {
   uint64_t bytes_sent = 0;
 };
 
+namespace detail {
+class Connection;
 struct ServerCore;
+}  // namespace detail
 
 /// The rest of the middleware chain, as handed to a middleware.
 class Next {
@@ -86,17 +89,17 @@ class Next {
   Task<> operator()();
 
  private:
-  friend class Connection;
-  friend struct ServerCore;
-  Next(ServerCore& core, size_t index, Request& request, Response& response, Handler* handler,
-       uint16_t allowed) noexcept
+  friend class detail::Connection;
+  friend struct detail::ServerCore;
+  Next(detail::ServerCore& core, size_t index, Request& request, Response& response,
+       Handler* handler, uint16_t allowed) noexcept
       : core_(core),
         index_(index),
         request_(request),
         response_(response),
         handler_(handler),
         allowed_(allowed) {}
-  ServerCore& core_;
+  detail::ServerCore& core_;
   size_t index_;
   Request& request_;
   Response& response_;
@@ -138,7 +141,7 @@ class HttpServer {
   std::vector<WorkerStats> stats() const;
 
  private:
-  std::unique_ptr<ServerCore> core_;
+  std::unique_ptr<detail::ServerCore> core_;
   std::unique_ptr<TcpServer> tcp_;
 };
 

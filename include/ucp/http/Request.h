@@ -23,6 +23,11 @@ class InetAddress;
 
 namespace ucp::http {
 
+namespace detail {
+class Connection;
+class RequestParser;
+}  // namespace detail
+
 enum class Method : uint8_t {
   kGet,
   kHead,
@@ -91,9 +96,9 @@ class Request {
   const InetAddress* peer() const noexcept { return peer_; }
 
  private:
-  friend class RequestParser;
+  friend class detail::RequestParser;
   friend class Router;
-  friend class Connection;
+  friend class detail::Connection;
   struct Param {
     std::string_view name;
     std::string_view value;

@@ -21,7 +21,7 @@
 // A handler may also switch the connection to another protocol (WebSocket: ucp/ws/Accept.h):
 //
 //   response.add_header("Upgrade", "websocket");
-//   response.switch_protocols([](TcpConnection& conn, io::BufferLease& received) -> Task<> {
+//   response.switch_protocols([](TcpConnection& conn, BufferLease& received) -> Task<> {
 //     ...  // the connection is this coroutine's until it returns
 //   });
 //
@@ -49,7 +49,9 @@ class TcpConnection;
 
 namespace ucp::http {
 
+namespace detail {
 class Connection;
+}
 
 /// What takes a connection over after a 101 (Switching Protocols) answer: it runs on the
 /// connection's loop, reads and writes it for the rest of its life, and the server closes the
@@ -57,7 +59,7 @@ class Connection;
 /// same read (usually none: a client waits for the 101); take them (move) or drop them. It
 /// stays valid until the handler returns (until its first suspension with
 /// UpgradeKeep::kUntilStarted).
-using UpgradeHandler = UniqueFunction<Task<>(TcpConnection& connection, io::BufferLease& received)>;
+using UpgradeHandler = UniqueFunction<Task<>(TcpConnection& connection, BufferLease& received)>;
 
 /// How long the server keeps the UpgradeHandler object (its captures) and `received`.
 enum class UpgradeKeep : uint8_t {
@@ -134,7 +136,7 @@ class Response {
   void reset() noexcept;
 
  private:
-  friend class Connection;
+  friend class detail::Connection;
   std::string_view copy(std::string_view text);
 
   static constexpr size_t kArenaBytes = 768;
@@ -155,9 +157,9 @@ class Response {
   uint64_t file_length_ = 0;
   uint64_t stream_length_ = kUnknownLength;
   uint64_t stream_sent_ = 0;
-  Connection* connection_ = nullptr;         // set by the server for write()
-  UpgradeHandler upgrade_;                   // switch_protocols()
-  std::forward_list<std::string> overflow_;  // header text beyond the arena
+  detail::Connection* connection_ = nullptr;  // set by the server for write()
+  UpgradeHandler upgrade_;                    // switch_protocols()
+  std::forward_list<std::string> overflow_;   // header text beyond the arena
   char arena_[kArenaBytes];
   alignas(Header) std::byte field_storage_[sizeof(Header) * kMaxHeaders];  // as in Request
 

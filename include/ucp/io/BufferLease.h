@@ -19,7 +19,7 @@ namespace ucp {
 class EventLoop;
 }
 
-namespace ucp::io {
+namespace ucp {
 
 class BufferLease {
  public:
@@ -73,4 +73,4 @@ class BufferLease {
   Source source_ = Source::kNone;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp

@@ -1,5 +1,5 @@
 #pragma once
-// EventLoop: one thread's proactor. Coroutines describe operations (io/Operation.h) through
+// EventLoop: one thread's proactor. Coroutines describe operations (io/detail/Operation.h) through
 // the awaiters of io/Operations.h; the loop's backend performs them and reports completions.
 // Each iteration is:
 //
@@ -36,26 +36,19 @@
 #include "ucp/coro/SpawnGroup.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/BufferLease.h"
-#include "ucp/io/IoContext.h"
-#include "ucp/io/Operation.h"
 #include "ucp/io/Timer.h"
+#include "ucp/io/detail/IoContext.h"
+#include "ucp/io/detail/Operation.h"
+#include "ucp/io/detail/TimerQueue.h"
 
 namespace ucp {
 
-namespace io {
+namespace detail {
 class Backend;
 class ReceiveBuffers;
-
-/// Work a loop runs once just before it submits: after every coroutine that is ready in
-/// this iteration has run. A connection gathers all that its handler wrote during the
-/// iteration into one send here. The hook lives in its owner, which removes it before dying.
-/// Linked while `prev` is set or it is the loop's first hook (no flag: every connection has one).
-struct PreSubmitHook {
-  PreSubmitHook* prev = nullptr;
-  PreSubmitHook* next = nullptr;
-  void (*run)(PreSubmitHook&) noexcept = nullptr;
-};
-}  // namespace io
+struct LoopAccess;
+struct PreSubmitHook;
+}  // namespace detail
 
 enum class BackendKind : uint8_t {
   kAuto,     // io_uring, or epoll where io_uring cannot be used (one WARN says why)
@@ -87,7 +80,7 @@ struct LoopOptions {
 struct LoopCapabilities {
   bool multishot_accept = false;   // one accept operation serves many connections
   bool multishot_receive = false;  // receive() is served from the loop's receive buffers
-  bool ring_messages = false;      // io/RingMessage.h (io_uring MSG_RING)
+  bool ring_messages = false;      // io/detail/RingMessage.h (io_uring MSG_RING)
   bool registered_buffers = false;
 };
 
@@ -129,57 +122,12 @@ class EventLoop {
   /// Loop thread. Resumes `handle` in this iteration (after the completions are delivered).
   void schedule(std::coroutine_handle<> handle) { ready_.push_back(handle); }
 
-  // ---- operations (for awaiters and io/ components) ----
-  /// Hands `op` to the backend, which starts it with this iteration's batch. False when it is
-  /// refused (op.result: -ECANCELED once the loop shuts down, -EAGAIN when the SQ and the
-  /// pending queue are both full); nothing is in flight then and no completion follows.
-  bool submit(io::Operation& op) noexcept;
-  /// Performs `op` here and now when the backend can do so without waiting, and says so: true
-  /// with the result in op.result (nothing in flight, no completion follows). Only the epoll
-  /// backend ever can, for a send on a connection it knows is writable with nothing queued
-  /// before it; false: nothing happened, submit() it as usual. Saves the completion's trip
-  /// through the next poll (a loop iteration per echoed request).
-  bool try_now(io::Operation& op) noexcept;
-  /// Asks the backend to end `op` early (it completes with -ECANCELED unless its result came
-  /// first). Harmless when it has completed already.
-  void cancel(io::Operation& op) noexcept;
-  /// `fd` is a long-lived socket of this loop (a connection, a listener): the backend may keep
-  /// per-fd state for it until detach() or an io::close() through this loop.
-  void attach(int fd) noexcept;
-  void detach(int fd) noexcept;
-
   // ---- timers ----
-  void add_timer(io::TimerNode& node, Clock::time_point due) { timers_.add(node, due); }
-  void cancel_timer(io::TimerNode& node) noexcept { timers_.cancel(node); }
+  void add_timer(TimerNode& node, Clock::time_point due) { timers_.add(node, due); }
+  void cancel_timer(TimerNode& node) noexcept { timers_.cancel(node); }
   /// The time this iteration started waiting for completions ended: cheap, a little behind.
   Clock::time_point now() const noexcept { return now_; }
   size_t armed_timers() const noexcept { return timers_.armed(); }
-
-  // ---- receive buffers ----
-  /// The loop's pool for multishot receives, or null when it has none.
-  io::ReceiveBuffers* receive_buffers() noexcept;
-  /// A buffer to receive into for one single-shot read: a registered buffer when the backend
-  /// has a free one (the read then skips page pinning), else a pool block of about 4 KiB.
-  io::BufferLease borrow_receive_buffer();
-
-  // ---- ring messages (io/RingMessage.h) ----
-  /// Loop thread, or before run(). Receives the values other loops send with io::RingMessage,
-  /// on the loop thread after the completions; the loop's mailbox opens once it runs with a
-  /// handler. From the start of shutdown the mailbox refuses new messages, but the loop keeps
-  /// reaping until every message already on its way has arrived and calls the handler for
-  /// each with io_closed() true: it must then release what the value stands for (close an fd).
-  /// What the sender did before sending happens-before the handler runs.
-  void set_message_handler(UniqueFunction<void(int32_t)> handler);
-  /// Any thread. Counts one message on its way to this loop; false when the mailbox is closed.
-  bool reserve_incoming_message() noexcept;
-  /// The backend did not deliver a reserved message.
-  void release_incoming_message() noexcept;
-
-  // ---- pre-submit hooks ----
-  /// Loop thread. Runs hook.run once before the loop next submits; adding a hook that is
-  /// already waiting changes nothing.
-  void run_before_submit(io::PreSubmitHook& hook) noexcept;
-  void cancel_before_submit(io::PreSubmitHook& hook) noexcept;
 
   // ---- state ----
   bool in_loop_thread() const noexcept;
@@ -200,31 +148,44 @@ class EventLoop {
     return wakeups_written_.load(std::memory_order_relaxed);
   }
 
-  /// For io/ internals: the backend this loop runs on.
-  io::Backend& backend() noexcept { return *backend_; }
-  /// For the backend: a value another loop sent (ring messages).
-  void message_arrived(int32_t value) { arrived_messages_.push_back(value); }
-
  private:
+  // The library's own layers reach what follows through detail::LoopAccess
+  // (io/detail/LoopAccess.h), which documents each: programs never call them.
+  friend struct detail::LoopAccess;
+  bool submit(detail::Operation& op) noexcept;
+  bool try_now(detail::Operation& op) noexcept;
+  void cancel(detail::Operation& op) noexcept;
+  void attach(int fd) noexcept;
+  void detach(int fd) noexcept;
+  detail::ReceiveBuffers* receive_buffers() noexcept;
+  BufferLease borrow_receive_buffer();
+  void set_message_handler(UniqueFunction<void(int32_t)> handler);
+  bool reserve_incoming_message() noexcept;
+  void release_incoming_message() noexcept;
+  void message_arrived(int32_t value) { arrived_messages_.push_back(value); }
+  void run_before_submit(detail::PreSubmitHook& hook) noexcept;
+  void cancel_before_submit(detail::PreSubmitHook& hook) noexcept;
+  detail::Backend& backend() noexcept { return *backend_; }
+
   explicit EventLoop(const LoopOptions& options);
   void run_once();
   void run_posted();
   void resume_ready();
   void run_pre_submit_hooks() noexcept;
-  bool hook_linked(const io::PreSubmitHook& hook) const noexcept;
+  bool hook_linked(const detail::PreSubmitHook& hook) const noexcept;
   void arm_wakeup() noexcept;
   void shutdown_io() noexcept;
   void poll(bool may_block);
-  static std::coroutine_handle<> on_wakeup(IoContext& context, int32_t res,
+  static std::coroutine_handle<> on_wakeup(detail::IoContext& context, int32_t res,
                                            uint32_t flags) noexcept;
   void open_mailbox() noexcept;
   void dispatch_messages();
   uint64_t messages_on_their_way() const noexcept;
 
   LoopOptions options_;
-  std::unique_ptr<io::Backend> backend_;
+  std::unique_ptr<detail::Backend> backend_;
   UniqueFd wake_fd_;  // blocking on purpose: io_uring then waits on it instead of EAGAIN
-  struct WakeOperation : io::Operation {
+  struct WakeOperation : detail::Operation {
     EventLoop* loop = nullptr;
   };
   WakeOperation wake_op_;
@@ -243,10 +204,10 @@ class EventLoop {
   UniqueFunction<void(int32_t)> message_handler_;
   std::vector<int32_t> arrived_messages_;  // this iteration's, handled after the completions
   std::vector<int32_t> handling_messages_;
-  io::TimerQueue timers_;
+  detail::TimerQueue timers_;
   Clock::time_point now_ = Clock::now();
-  io::PreSubmitHook* hooks_head_ = nullptr;
-  io::PreSubmitHook* hooks_tail_ = nullptr;
+  detail::PreSubmitHook* hooks_head_ = nullptr;
+  detail::PreSubmitHook* hooks_tail_ = nullptr;
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> resuming_;
   SpawnGroup spawned_;

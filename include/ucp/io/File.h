@@ -38,8 +38,8 @@
 #include "ucp/base/UniqueFd.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/Operation.h"
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/Operation.h"
 
 namespace ucp {
 
@@ -65,7 +65,7 @@ class ReadRequest {
 
  private:
   friend class File;
-  struct Read : io::Operation {
+  struct Read : detail::Operation {
     void* batch = nullptr;
   };
   std::span<std::byte> buffer_;

@@ -1,6 +1,6 @@
 #pragma once
-// Awaitable operations. Each awaiter is one in-flight operation (io/Operation.h): it lives in
-// the awaiting coroutine's frame, and its completion resumes exactly that coroutine.
+// Awaitable operations. Each awaiter is one in-flight operation (io/detail/Operation.h): it lives
+// in the awaiting coroutine's frame, and its completion resumes exactly that coroutine.
 // `await_suspend` only hands the descriptor to the loop; the loop starts the whole
 // iteration's batch at once, on whichever backend it runs.
 //
@@ -29,15 +29,18 @@
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/Operation.h"
 #include "ucp/io/Timer.h"
+#include "ucp/io/detail/Operation.h"
 #include "ucp/memory/MemoryPool.h"
 
 namespace ucp::io {
 
+/// An offset that means the file position (read and write, like read(2) and write(2)).
+using detail::kCurrentPosition;
+
 /// One receive into `buffer`; with `timeout_ms` > 0 it ends with timed_out after that long
 /// without data (io_uring: a linked IORING_OP_LINK_TIMEOUT).
-class RecvOp : public OperationAwaiter {
+class RecvOp : public detail::OperationAwaiter {
  public:
   RecvOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint32_t timeout_ms = 0) noexcept;
   bool await_suspend(std::coroutine_handle<> caller) noexcept;
@@ -48,11 +51,11 @@ class RecvOp : public OperationAwaiter {
   void set_result(int32_t res) noexcept { op_.result = res; }
 
  private:
-  LinkedTimeout timeout_;
+  detail::LinkedTimeout timeout_;
 };
 
 /// One send(2) that never raises SIGPIPE (may be short; see SendAllOp).
-class SendOp : public OperationAwaiter {
+class SendOp : public detail::OperationAwaiter {
  public:
   SendOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
@@ -75,10 +78,11 @@ class SendAllOp {
   int32_t result() const noexcept { return result_; }
 
  private:
-  struct Send : Operation {
+  struct Send : detail::Operation {
     SendAllOp* owner = nullptr;
   };
-  static std::coroutine_handle<> on_send(IoContext& context, int32_t res, uint32_t flags) noexcept;
+  static std::coroutine_handle<> on_send(detail::IoContext& context, int32_t res,
+                                         uint32_t flags) noexcept;
   bool submit_next() noexcept;
 
   EventLoop& loop_;
@@ -88,62 +92,15 @@ class SendAllOp {
   Send op_;
 };
 
-/// One send of up to kMaxBuffers buffers as a single operation, owned by an object rather
-/// than a coroutine frame: a connection's output queue keeps one in flight (overlapping sends
-/// on one socket can reorder bytes) and is called back with the result, bytes sent (possibly
-/// fewer than offered) or -errno. One buffer goes out as a send, several as one sendmsg (a
-/// gather, so many small writes cost one operation). The buffers, and this object, must live
-/// until the callback.
-///
-/// It is its own operation descriptor (a private base) rather than holding one that points
-/// back at it: every connection carries one, and the pointer would be 8 bytes of each.
-class VectoredSend : private Operation {
- public:
-  static constexpr size_t kMaxBuffers = 16;
-  using OnComplete = void (*)(void* owner, int32_t res) noexcept;
-
-  VectoredSend(EventLoop& loop, int socket_fd, void* owner, OnComplete callback) noexcept;
-  VectoredSend(const VectoredSend&) = delete;
-  VectoredSend& operator=(const VectoredSend&) = delete;
-
-  /// Starts the send of `buffers` (at most kMaxBuffers are taken) with the loop's batch, or
-  /// sends them at once where the backend can without waiting (EventLoop::try_now): then the
-  /// value is the send's result (bytes, or -errno) and no callback comes. std::nullopt: in
-  /// flight, the callback reports. Refused, with nothing in flight: operation_canceled once
-  /// the loop is shutting down, resource_unavailable_try_again when there is no submission room.
-  Result<std::optional<int32_t>> start(std::span<const iovec> buffers) noexcept;
-  bool in_flight() const noexcept { return in_flight_; }
-  /// Asks for the send in flight to end early (its callback still runs).
-  void cancel() noexcept;
-  EventLoop& loop() const noexcept { return loop_; }
-  int fd() const noexcept { return Operation::fd; }
-
- private:
-  static std::coroutine_handle<> on_done(IoContext& context, int32_t res, uint32_t flags) noexcept;
-  Operation& op() noexcept { return *this; }
-
-  EventLoop& loop_;
-  void* owner_;
-  OnComplete on_complete_;
-  // The kernel may read these after submission (SQPOLL, or a send punted to a worker).
-  // Borrowed from the pool only for a gathering send, so an idle connection holds none.
-  struct Gather {
-    msghdr message{};
-    iovec buffers[kMaxBuffers]{};
-  };
-  PoolPtr<Gather> gather_;
-  bool in_flight_ = false;
-};
-
 /// Files and pipes: one read at `offset` (kCurrentPosition: the file position).
-class ReadOp : public OperationAwaiter {
+class ReadOp : public detail::OperationAwaiter {
  public:
   ReadOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint64_t offset) noexcept;
   bool await_suspend(std::coroutine_handle<> caller) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
 };
 
-class WriteOp : public OperationAwaiter {
+class WriteOp : public detail::OperationAwaiter {
  public:
   WriteOp(EventLoop& loop, int fd, std::span<const std::byte> data, uint64_t offset) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
@@ -152,7 +109,7 @@ class WriteOp : public OperationAwaiter {
 /// One datagram received into `message` (its buffers, and msg_name for the source); the value is
 /// the payload bytes (msg_flags says MSG_TRUNC when the datagram was longer). All of `message`
 /// must live until the coroutine resumes.
-class RecvMsgOp : public OperationAwaiter {
+class RecvMsgOp : public detail::OperationAwaiter {
  public:
   RecvMsgOp(EventLoop& loop, int fd, msghdr& message) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
@@ -160,7 +117,7 @@ class RecvMsgOp : public OperationAwaiter {
 
 /// One sendmsg(2) that never raises SIGPIPE: on a datagram socket, one datagram (to msg_name, if
 /// set). `message` and what it points to must live until the coroutine resumes.
-class SendMsgOp : public OperationAwaiter {
+class SendMsgOp : public detail::OperationAwaiter {
  public:
   SendMsgOp(EventLoop& loop, int fd, const msghdr& message) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
@@ -170,14 +127,14 @@ class SendMsgOp : public OperationAwaiter {
 /// `flags` (O_CLOEXEC is always added) and `mode`. io_uring: IORING_OP_OPENAT; epoll: openat(2)
 /// on a file worker thread, since opening may wait for the disk. `path` must live until the
 /// coroutine resumes.
-class OpenAtOp : public OperationAwaiter {
+class OpenAtOp : public detail::OperationAwaiter {
  public:
   OpenAtOp(EventLoop& loop, int directory, const char* path, int flags, mode_t mode) noexcept;
   Result<UniqueFd> await_resume() const noexcept;
 };
 
 /// fsync(2), or fdatasync(2) with `data_only`.
-class FsyncOp : public OperationAwaiter {
+class FsyncOp : public detail::OperationAwaiter {
  public:
   FsyncOp(EventLoop& loop, int fd, bool data_only) noexcept;
   Result<void> await_resume() const noexcept { return void_from_cqe(op_.result); }
@@ -202,10 +159,11 @@ class SendFileOp {
   uint64_t sent() const noexcept { return sent_; }
 
  private:
-  struct Send : Operation {
+  struct Send : detail::Operation {
     SendFileOp* owner = nullptr;
   };
-  static std::coroutine_handle<> on_sent(IoContext& context, int32_t res, uint32_t flags) noexcept;
+  static std::coroutine_handle<> on_sent(detail::IoContext& context, int32_t res,
+                                         uint32_t flags) noexcept;
   bool submit_next() noexcept;
 
   EventLoop& loop_;
@@ -223,7 +181,7 @@ struct Accepted {
   sockaddr_storage peer{};
 };
 
-class AcceptOp : public OperationAwaiter {
+class AcceptOp : public detail::OperationAwaiter {
  public:
   AcceptOp(EventLoop& loop, int listen_fd) noexcept;
   Result<Accepted> await_resume() noexcept;
@@ -233,7 +191,7 @@ class AcceptOp : public OperationAwaiter {
   socklen_t peer_length_ = sizeof(sockaddr_storage);
 };
 
-class ConnectOp : public OperationAwaiter {
+class ConnectOp : public detail::OperationAwaiter {
  public:
   ConnectOp(EventLoop& loop, int fd, const sockaddr* address, socklen_t length) noexcept;
   Result<void> await_resume() const noexcept { return void_from_cqe(op_.result); }
@@ -244,7 +202,7 @@ class ConnectOp : public OperationAwaiter {
 
 /// Closes `fd` through the loop (the backend forgets what it kept about the fd first). Never
 /// leaks it: when the loop cannot take the operation, the fd is closed directly.
-class CloseOp : public OperationAwaiter {
+class CloseOp : public detail::OperationAwaiter {
  public:
   CloseOp(EventLoop& loop, int fd) noexcept;
   bool await_suspend(std::coroutine_handle<> caller) noexcept;
@@ -253,7 +211,7 @@ class CloseOp : public OperationAwaiter {
 
 /// Ends every operation in flight on `fd`; the value is how many were found. Their own
 /// completions still arrive, each to its own awaiter.
-class CancelFdOp : public OperationAwaiter {
+class CancelFdOp : public detail::OperationAwaiter {
  public:
   CancelFdOp(EventLoop& loop, int fd) noexcept;
   Result<size_t> await_resume() const noexcept;

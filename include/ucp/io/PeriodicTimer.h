@@ -54,8 +54,8 @@ class PeriodicTimer {
 
    private:
     friend class PeriodicTimer;
-    static void on_fire(io::TimerNode& node) noexcept;
-    struct Node : io::TimerNode {
+    static void on_fire(TimerNode& node) noexcept;
+    struct Node : TimerNode {
       TickAwaiter* owner = nullptr;
     };
     PeriodicTimer* timer_;  // null once the timer is gone (its destructor cancelled us)

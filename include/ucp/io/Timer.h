@@ -2,7 +2,7 @@
 // Timers of one loop: intrusive nodes in a per-loop 4-ary min-heap, driven by the loop's wait
 // timeout (no kernel timer object per timer, no allocation per timer).
 //
-//   io::TimerNode node(&on_fire);            // lives in its owner, e.g. a connection
+//   ucp::TimerNode node(&on_fire);            // lives in its owner, e.g. a connection
 //   loop.add_timer(node, loop.now() + 5s);   // fire once, about then
 //   loop.add_timer(node, later);             // moving it later is O(1): see below
 //   loop.cancel_timer(node);                 // or let ~TimerNode do it
@@ -19,17 +19,19 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
-#include <vector>
 
 namespace ucp {
 
 /// The one clock of UCP's loops and timers.
 using Clock = std::chrono::steady_clock;
 
-namespace io {
-
+namespace detail {
 class TimerQueue;
+}
 
+/// One timer of a loop (see above): intrusive, so it lives in its owner, which the callback
+/// finds from the node (a derived struct, or a private base of the owner). Destroying a queued
+/// node removes it from the heap. The owning loop's thread only.
 class TimerNode {
  public:
   using Fire = void (*)(TimerNode&) noexcept;
@@ -46,51 +48,12 @@ class TimerNode {
   Clock::time_point due() const noexcept { return due_; }
 
  private:
-  friend class TimerQueue;
+  friend class detail::TimerQueue;
   Fire fire_;
-  TimerQueue* queue_ = nullptr;
+  detail::TimerQueue* queue_ = nullptr;
   Clock::time_point due_ = Clock::time_point::max();  // max: disarmed
   Clock::time_point key_{};                           // what the heap orders by
   uint32_t index_ = kNotQueued;
 };
 
-/// The heap. EventLoop owns one; add/cancel go through EventLoop::add_timer/cancel_timer.
-class TimerQueue {
- public:
-  TimerQueue() = default;
-  TimerQueue(const TimerQueue&) = delete;
-  TimerQueue& operator=(const TimerQueue&) = delete;
-  ~TimerQueue();
-
-  /// (Re)schedules `node` to fire at `due`.
-  void add(TimerNode& node, Clock::time_point due);
-  /// Stops `node` from firing. Lazy: the entry leaves the heap when its key comes up, unless
-  /// `remove` is true (the node is about to die).
-  void cancel(TimerNode& node, bool remove = false) noexcept;
-  /// Fires every timer due at or before `now`. Returns how many fired.
-  size_t fire_due(Clock::time_point now) noexcept;
-  /// When the next entry comes up (max() if none). May be earlier than any timer's due: an
-  /// entry moved later fires nothing and is re-queued.
-  Clock::time_point next_key() const noexcept {
-    return heap_.empty() ? Clock::time_point::max() : heap_.front()->key_;
-  }
-  size_t size() const noexcept { return heap_.size(); }
-  /// Armed timers (queued entries that will fire).
-  size_t armed() const noexcept { return armed_; }
-
- private:
-  void push(TimerNode& node, Clock::time_point key);
-  void erase(TimerNode& node) noexcept;
-  void sift_up(uint32_t index) noexcept;
-  void sift_down(uint32_t index) noexcept;
-  void place(TimerNode* node, uint32_t index) noexcept {
-    heap_[index] = node;
-    node->index_ = index;
-  }
-
-  std::vector<TimerNode*> heap_;
-  size_t armed_ = 0;
-};
-
-}  // namespace io
 }  // namespace ucp

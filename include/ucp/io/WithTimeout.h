@@ -106,10 +106,10 @@ class TimeoutAwaiter {
   void cancel() noexcept { inner_.cancel(); }
 
  private:
-  struct Timer : io::TimerNode {
+  struct Timer : TimerNode {
     TimeoutAwaiter* owner = nullptr;
   };
-  static void on_fire(io::TimerNode& node) noexcept {
+  static void on_fire(TimerNode& node) noexcept {
     TimeoutAwaiter* self = static_cast<Timer&>(node).owner;
     self->fired_ = true;
     self->inner_.cancel();
@@ -182,12 +182,12 @@ auto with_timeout(EventLoop& loop, std::chrono::duration<Rep, Period> d, Make ma
     -> Task<typename std::invoke_result_t<Make&, StopToken>::value_type> {
   using R = typename std::invoke_result_t<Make&, StopToken>::value_type;
   StopSource stop;
-  struct Timer : io::TimerNode {
+  struct Timer : TimerNode {
     StopSource* source = nullptr;
     bool fired = false;
   } timer;
   timer.source = &stop;
-  timer.set_callback([](io::TimerNode& node) noexcept {
+  timer.set_callback([](TimerNode& node) noexcept {
     auto& self = static_cast<Timer&>(node);
     self.fired = true;
     self.source->request_stop();

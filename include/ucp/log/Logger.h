@@ -120,7 +120,7 @@ class Logger {
   static inline std::atomic<uint8_t> level_{static_cast<uint8_t>(LogLevel::kInfo)};
 };
 
-namespace log_detail {
+namespace detail {
 
 // Deferred formatting. A record's blob holds the format string and then each argument in
 // order; the background thread decodes it and calls fmt (all reads and writes go through
@@ -243,18 +243,18 @@ void format_blob(std::string_view blob, fmt::memory_buffer& out) {
       values);
 }
 
-}  // namespace log_detail
+}  // namespace detail
 
 template <class... Args>
 void Logger::log(LogLevel level, const char* file, int line, fmt::format_string<Args...> format,
                  Args&&... args) {
-  if constexpr (log_detail::kAllDeferrable<std::decay_t<Args>...>) {
+  if constexpr (detail::kAllDeferrable<std::decay_t<Args>...>) {
     char blob[kInlineMessageSize];
     fmt::string_view text = format;
-    size_t size = log_detail::encode_blob(blob, sizeof blob,
-                                          std::string_view(text.data(), text.size()), args...);
+    size_t size =
+        detail::encode_blob(blob, sizeof blob, std::string_view(text.data(), text.size()), args...);
     if (size != 0) {
-      write_deferred(level, file, line, &log_detail::format_blob<std::decay_t<Args>...>,
+      write_deferred(level, file, line, &detail::format_blob<std::decay_t<Args>...>,
                      std::string_view(blob, size));
       return;
     }

@@ -33,7 +33,7 @@
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/net/InetAddress.h"
-#include "ucp/net/StreamWriter.h"
+#include "ucp/net/OutputLimits.h"
 #include "ucp/net/TcpConnection.h"
 
 namespace ucp {

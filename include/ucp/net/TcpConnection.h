@@ -29,16 +29,18 @@
 #include "ucp/io/BufferLease.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/net/InetAddress.h"
-#include "ucp/net/StreamReader.h"
-#include "ucp/net/StreamWriter.h"
+#include "ucp/net/OutputLimits.h"
+#include "ucp/net/detail/StreamReader.h"
+#include "ucp/net/detail/StreamWriter.h"
 
 namespace ucp {
 
 class TcpConnection {
  public:
-  using ReadAwaiter = StreamReader::ReadAwaiter;
-  using ReceiveAwaiter = StreamReader::ReceiveAwaiter;
-  using WriteAwaiter = StreamWriter::WriteAwaiter;
+  using ReadAwaiter = detail::StreamReader::ReadAwaiter;
+  using ReceiveAwaiter = detail::StreamReader::ReceiveAwaiter;
+  using WriteAwaiter = detail::StreamWriter::WriteAwaiter;
+  using SentAwaiter = detail::StreamWriter::SentAwaiter;
 
   TcpConnection(EventLoop& loop, UniqueFd fd, InetAddress peer, uint32_t read_timeout_ms,
                 OutputLimits output_limits = {}) noexcept;
@@ -60,7 +62,7 @@ class TcpConnection {
   /// receive() into a lease the caller keeps (it must outlive the read): the result is the
   /// number of bytes lent (0: EOF). An awaiter without a lease of its own, for coroutine
   /// frames that every idle connection holds.
-  ReadAwaiter receive_into(io::BufferLease& lease) noexcept { return {reader_, &lease}; }
+  ReadAwaiter receive_into(BufferLease& lease) noexcept { return {reader_, &lease}; }
   /// Sends every byte of `data` behind what is queued; resumes once all are in the kernel.
   WriteAwaiter write_all(std::span<const std::byte> data) noexcept {
     return writer_.write_all(data);
@@ -79,7 +81,7 @@ class TcpConnection {
 
   /// Resumes once everything written so far is in the kernel (or the output failed: its
   /// error), e.g. before bytes go to the socket another way (io::send_file).
-  StreamWriter::SentAwaiter all_sent() noexcept { return writer_.all_sent(); }
+  SentAwaiter all_sent() noexcept { return writer_.all_sent(); }
 
   /// Half-close: sends FIN once the queued output is sent; reading stays possible. Later
   /// writes fail with broken_pipe.
@@ -121,7 +123,7 @@ class TcpConnection {
   enum class State : uint8_t { kOpen, kClosing, kClosed };
   bool idle() const noexcept { return reader_.idle() && writer_.idle(); }
   static void on_side_idle(void* self) noexcept;
-  static void on_output_event(void* self, StreamWriter::Event event) noexcept;
+  static void on_output_event(void* self, detail::StreamWriter::Event event) noexcept;
 
   struct DrainAwaiter {
     TcpConnection& connection;
@@ -138,8 +140,8 @@ class TcpConnection {
   // once (the reader's and the writer's come from their operations).
   UniqueFd fd_;
   InetAddress peer_;
-  StreamReader reader_;
-  StreamWriter writer_;
+  detail::StreamReader reader_;
+  detail::StreamWriter writer_;
   std::coroutine_handle<> drain_waiter_;  // close() waiting for the last completion
   State state_ = State::kOpen;
 };

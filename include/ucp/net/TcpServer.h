@@ -35,8 +35,8 @@
 #include "ucp/base/UniqueFd.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/MultishotAccept.h"
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/MultishotAccept.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
 #include "ucp/net/Socket.h"
@@ -44,7 +44,9 @@
 
 namespace ucp {
 
+namespace detail {
 class RingHandOff;
+}
 
 /// Who accepts connections (the [server] acceptors key: main | per_worker).
 enum class Acceptors : uint8_t {
@@ -186,7 +188,7 @@ class TcpServer {
   std::unique_ptr<EventLoopThreadPool> pool_;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;
-  std::unique_ptr<RingHandOff> ring_hand_off_;  // opt-in: msg_ring_handoff
+  std::unique_ptr<detail::RingHandOff> ring_hand_off_;  // opt-in: msg_ring_handoff
   Acceptors acceptors_ = Acceptors::kMain;
   // kMain: one, on the main loop; kPerWorker: one per worker, in the workers' order.
   std::vector<std::unique_ptr<Acceptor>> acceptor_list_;

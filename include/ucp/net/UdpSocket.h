@@ -3,7 +3,7 @@
 // time or in batches.
 //
 //   auto socket = ucp::UdpSocket::bind(loop, *ucp::InetAddress::parse("0.0.0.0", 5353));
-//   std::array<ucp::io::ReceivedDatagram, 64> batch;
+//   std::array<ucp::ReceivedDatagram, 64> batch;
 //   std::array<ucp::OutgoingDatagram, 64> replies;
 //   for (;;) {                                           // an echo
 //     auto n = co_await (*socket)->receive_batch(batch); // >= 1 datagram, payloads lent
@@ -13,7 +13,7 @@
 //   }
 //
 // Receiving: where the loop has receive buffers that hold the largest datagram this socket
-// accepts (UdpOptions::max_datagram_bytes plus io/Datagram.h's 48-byte headroom), one
+// accepts (UdpOptions::max_datagram_bytes plus 48 bytes in front of each payload), one
 // long-lived multishot receive fills them, a datagram per buffer, and receive_batch() hands out
 // as many as have arrived without copying (io_uring: multishot recvmsg; epoll: recvmmsg). Else
 // each receive is one recvmsg into a pool block (receive_batch) or the caller's buffer
@@ -46,8 +46,8 @@
 #include "ucp/coro/Task.h"
 #include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/MultishotRecvMsg.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/MultishotRecvMsg.h"
+#include "ucp/io/detail/Operation.h"
 #include "ucp/net/InetAddress.h"
 
 namespace ucp {
@@ -63,7 +63,7 @@ struct UdpOptions {
   /// SO_REUSEPORT: several sockets (one per loop) on one port; the kernel spreads the senders.
   bool reuse_port = false;
   /// The largest datagram received whole (65,527 over IPv6, 65,507 over IPv4).
-  uint32_t max_datagram_bytes = io::kMaxUdpPayload;
+  uint32_t max_datagram_bytes = kMaxUdpPayload;
   /// send_batch() sends a run of datagrams to one destination, each as long as the first (the
   /// last may be shorter, none over 1,452 bytes), as one UDP_SEGMENT (GSO) send: one trip
   /// through the kernel's UDP/IP output path for the run, the same datagrams on the wire. A
@@ -117,7 +117,7 @@ class UdpSocket {
   Task<Result<ReceivedFrom>> recv_from(std::span<std::byte> buffer);
   /// Waits for at least one datagram, then fills `out` with as many as have arrived (lent:
   /// each lease holds a loop buffer or a pool block until dropped). The value is how many.
-  Task<Result<size_t>> receive_batch(std::span<io::ReceivedDatagram> out);
+  Task<Result<size_t>> receive_batch(std::span<ReceivedDatagram> out);
 
   Task<Result<size_t>> send_to(std::span<const std::byte> data, const InetAddress& to);
   /// To the connected peer.
@@ -154,14 +154,14 @@ class UdpSocket {
   static Result<std::unique_ptr<UdpSocket>> create(EventLoop& loop, int family,
                                                    const InetAddress* local,
                                                    const UdpOptions& options);
-  Task<Result<size_t>> receive_one(io::ReceivedDatagram& out);
+  Task<Result<size_t>> receive_one(ReceivedDatagram& out);
   Task<Result<ReceivedFrom>> receive_into(std::span<std::byte> buffer);
 
   EventLoop& loop_;
   UniqueFd fd_;
   InetAddress local_;
   uint32_t max_datagram_bytes_;
-  std::unique_ptr<io::MultishotRecvMsg> stream_;
+  std::unique_ptr<detail::MultishotRecvMsg> stream_;
   io::RecvMsgOp* pending_receive_ = nullptr;  // a single recvmsg in flight (no stream)
   uint64_t truncated_ = 0;                    // single-recvmsg path
   uint64_t send_failures_ = 0;

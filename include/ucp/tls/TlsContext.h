@@ -28,7 +28,9 @@ struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace ucp::tls {
 
+namespace detail {
 struct ContextState;
+}
 
 class TlsContext {
   struct Token {  // the constructor is public for make_shared; only server() and client() call it
@@ -53,7 +55,7 @@ class TlsContext {
   ssl_ctx_st* native_handle() const noexcept { return ctx_; }
 
  private:
-  const ContextState& state() const noexcept;
+  const detail::ContextState& state() const noexcept;
 
   ssl_ctx_st* ctx_;  // one reference; the ContextState hangs off it (ex_data)
 };

@@ -62,13 +62,16 @@
 
 namespace ucp::ws {
 
+namespace detail {
+struct Accepted;
 struct Negotiated;
 struct ServerStart;
 struct WebSocketExtras;
 class FrameReader;
+}  // namespace detail
 
 /// The keep-alive ping, its answer and the close handshake run on the timer the WebSocket is.
-class WebSocket : private io::TimerNode {
+class WebSocket : private TimerNode {
  public:
   class ReceiveAwaiter;
   class SendAwaiter;
@@ -183,7 +186,7 @@ class WebSocket : private io::TimerNode {
   };
 
  private:
-  friend struct Accepted;
+  friend struct detail::Accepted;
   enum class Role : uint8_t { kServer, kClient };
   enum class State : uint8_t {
     kOpen,
@@ -197,19 +200,20 @@ class WebSocket : private io::TimerNode {
   class Sender;
   class SendersDone;
 
-  WebSocket(TcpConnection& tcp, const Options& options, Role role, io::BufferLease received,
-            const Negotiated& negotiated, std::unique_ptr<WebSocketExtras> extras) noexcept;
+  WebSocket(TcpConnection& tcp, const Options& options, Role role, BufferLease received,
+            const detail::Negotiated& negotiated,
+            std::unique_ptr<detail::WebSocketExtras> extras) noexcept;
 
   /// A server connection after its 101: the WebSocket lives in this coroutine's frame, which
   /// runs the handler and reads the connection for it; returns once the handler has returned
   /// and the close handshake is over.
-  static Task<> serve(const ServerStart& start);
+  static Task<> serve(const detail::ServerStart& start);
   /// The reading side: parks between receive() calls and reads until it has something for
   /// the receiver. A server's run (`client` null) also runs the handler; a client's is started
   /// by its first receive() and owned by the WebSocket. Its frame is what every connection
   /// keeps, so it holds nothing but the server's WebSocket and the awaiters of its three
   /// suspensions: the decisions are advance()'s, the control frames control_task()'s.
-  static Task<> run(WebSocket* client, const ServerStart* start);
+  static Task<> run(WebSocket* client, const detail::ServerStart* start);
   /// What run() does next.
   enum class Step : uint8_t {
     kPark,         // wait for the next receive() (or start the handler)
@@ -264,15 +268,15 @@ class WebSocket : private io::TimerNode {
   Task<> linger();
   void end(uint16_t code, std::error_code why) noexcept;
   void cancel_receive() noexcept;
-  static void on_timer(io::TimerNode& node) noexcept;
+  static void on_timer(TimerNode& node) noexcept;
   void arm_timer(uint32_t ms) noexcept;
   void note_activity() noexcept;
-  FrameReader& reader() noexcept;
+  detail::FrameReader& reader() noexcept;
 
   // Laid out without padding: the WebSocket is most of what an idle connection holds.
   TcpConnection& tcp_;
   const Options& options_;
-  io::BufferLease input_;  // received and not yet parsed (from input_offset_)
+  BufferLease input_;  // received and not yet parsed (from input_offset_)
   uint32_t input_offset_ = 0;
   uint16_t close_code_ = 0;
   uint16_t senders_ = 0;                              // frames being written by other coroutines
@@ -281,7 +285,8 @@ class WebSocket : private io::TimerNode {
   std::coroutine_handle<Task<>::promise_type> user_;  // server: the handler run() runs
   TcpConnection::ReadAwaiter* reading_ = nullptr;     // run()'s read in flight
   std::error_code terminal_;                          // why the connection ended
-  std::unique_ptr<WebSocketExtras> extras_;  // only when used: deflate, client, close reason
+  std::unique_ptr<detail::WebSocketExtras>
+      extras_;                 // only when used: deflate, client, close reason
   void* lock_tail_ = nullptr;  // FrameLock: senders waiting for a frame written in pieces
   std::coroutine_handle<> senders_done_;  // run(), waiting for the senders before the end
   uint8_t subprotocol_;                   // index into options_.subprotocols, or kNoSubprotocol

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-namespace ucp::io {
+namespace ucp::detail {
 
 Result<std::unique_ptr<BufferStack>> BufferStack::create(uint32_t count, uint32_t buffer_size) {
   std::unique_ptr<BufferStack> self(new BufferStack);
@@ -21,4 +21,4 @@ void BufferStack::provide(uint32_t first, uint32_t n) noexcept {
   for (uint32_t i = n; i > 0; --i) free_.push_back(static_cast<uint16_t>(first + i - 1));
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

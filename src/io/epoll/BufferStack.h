@@ -15,7 +15,7 @@
 
 #include "../ReceiveBuffers.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class BufferStack final : public ReceiveBuffers {
  public:
@@ -42,4 +42,4 @@ class BufferStack final : public ReceiveBuffers {
   std::vector<uint16_t> free_;  // capacity reserved for the whole pool: never reallocates
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

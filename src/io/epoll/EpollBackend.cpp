@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include <fcntl.h>
 #include <sys/sendfile.h>
@@ -12,12 +14,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/DatagramLayout.h"
 
 #include "../Sigpipe.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 namespace {
 
@@ -48,6 +50,18 @@ uint64_t event_data(int fd, uint32_t generation) noexcept {
   return uint64_t{generation} << 32 | static_cast<uint32_t>(fd);
 }
 bool would_block(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK; }
+
+static_assert(sizeof(EpollDeadline) <= LinkedTimeout::kStorageBytes);
+
+// The operation's deadline timer, made in its LinkedTimeout's storage on first use and ended
+// with the LinkedTimeout (~TimerNode takes a lazily cancelled timer out of the heap).
+EpollDeadline& deadline_of(LinkedTimeout& timeout) noexcept {
+  if (timeout.end == nullptr) {
+    ::new (static_cast<void*>(timeout.storage)) EpollDeadline();
+    timeout.end = [](LinkedTimeout& t) noexcept { std::destroy_at(&t.state<EpollDeadline>()); };
+  }
+  return timeout.state<EpollDeadline>();
+}
 
 // The length of a gathering send: a shorter result means the socket buffer is full.
 size_t total_length(const msghdr& message) noexcept {
@@ -616,8 +630,8 @@ EpollBackend::Outcome EpollBackend::receive_multishot(Operation& op, FdState& s)
   return Outcome::kBudgetSpent;
 }
 
-// recvmmsg into free receive buffers, each datagram laid out as io/Datagram.h draws (the
-// kernel's own layout on io_uring).
+// recvmmsg into free receive buffers, each datagram laid out as io/detail/DatagramLayout.h draws
+// (the kernel's own layout on io_uring).
 EpollBackend::Outcome EpollBackend::receive_datagrams(Operation& op, FdState& s) noexcept {
   const int fd = op.fd;
   const auto& shape = *static_cast<const msghdr*>(op.data);
@@ -726,12 +740,14 @@ void EpollBackend::park(Operation& op, FdState& s, Direction d) noexcept {
     list.head = &op;
   }
   list.tail = &op;
-  if (op.timeout != nullptr && op.timeout->ms > 0 && !op.timeout->timer.armed()) {
-    LinkedTimeout::Deadline& deadline = op.timeout->timer;
-    deadline.operation = &op;
-    deadline.backend = this;
-    deadline.set_callback(&on_deadline);
-    owner_.add_timer(deadline, Clock::now() + std::chrono::milliseconds(op.timeout->ms));
+  if (op.timeout != nullptr && op.timeout->ms > 0) {
+    EpollDeadline& deadline = deadline_of(*op.timeout);
+    if (!deadline.armed()) {
+      deadline.operation = &op;
+      deadline.backend = this;
+      deadline.set_callback(&on_deadline);
+      owner_.add_timer(deadline, Clock::now() + std::chrono::milliseconds(op.timeout->ms));
+    }
   }
 }
 
@@ -856,8 +872,8 @@ void EpollBackend::on_files_done() noexcept {
 }
 
 void EpollBackend::on_deadline(TimerNode& node) noexcept {
-  auto& deadline = static_cast<LinkedTimeout::Deadline&>(node);
-  auto& self = *static_cast<EpollBackend*>(deadline.backend);
+  auto& deadline = static_cast<EpollDeadline&>(node);
+  EpollBackend& self = *deadline.backend;
   Operation& op = *deadline.operation;
   if (state_of_op(op) != kParked) return;
   FdState& s = self.fds_[static_cast<size_t>(op.fd)];
@@ -971,7 +987,11 @@ void EpollBackend::cancel_all() noexcept {
 
 void EpollBackend::complete(Operation& op, int32_t res, uint32_t flags) noexcept {
   set_state(op, kFinishing);
-  if (op.timeout != nullptr && op.timeout->timer.armed()) owner_.cancel_timer(op.timeout->timer);
+  // LinkedTimeout::end is set once the deadline exists (the operation parked).
+  if (op.timeout != nullptr && op.timeout->end != nullptr) {
+    EpollDeadline& deadline = op.timeout->state<EpollDeadline>();
+    if (deadline.armed()) owner_.cancel_timer(deadline);
+  }
   completions_.push_back({&op, res, flags});
 }
 
@@ -1024,4 +1044,4 @@ void EpollBackend::poll(bool block, std::chrono::nanoseconds timeout, ReadyList&
   deliver_completions(ready, limit);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

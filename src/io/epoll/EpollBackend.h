@@ -15,7 +15,7 @@
 //
 // Per fd (a vector indexed by fd number; an operation is parked through its own links, so
 // nothing is allocated per operation):
-// - Attached fds (EventLoop::attach: connections, listeners, the wake-up eventfd) have one
+// - Attached fds (LoopAccess::attach: connections, listeners, the wake-up eventfd) have one
 //   persistent EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET registration and readiness hints: set by an
 //   event, cleared by EAGAIN or, on a stream socket, by a short read or send (the socket is
 //   then drained or full, and the next change brings a new edge). So a request costs one recv,
@@ -37,9 +37,9 @@
 // docs/benchmarks.md.
 //
 // Datagrams: a multishot datagram receive is recvmmsg into free receive buffers (up to 32 per
-// call), each written in io_uring's layout (io/Datagram.h); sendmsg operations submitted back to
-// back on one datagram socket go out in one sendmmsg. kSendFile is sendfile(2) when the socket
-// is writable.
+// call), each written in io_uring's layout (io/detail/DatagramLayout.h); sendmsg operations
+// submitted back to back on one datagram socket go out in one sendmmsg. kSendFile is sendfile(2)
+// when the socket is writable.
 //
 // Differences from io_uring, all at the edges: operations still parked on an fd closed through
 // the loop (io::close) end with -ECANCELED (io_uring would leave them waiting on the file);
@@ -59,7 +59,18 @@
 #include "BufferStack.h"
 #include "FileWorkers.h"
 
-namespace ucp::io {
+namespace ucp::detail {
+
+class EpollBackend;
+
+/// An operation's deadline on this backend, in its LinkedTimeout's storage: a loop timer,
+/// armed while the operation is parked, that ends it with -ETIMEDOUT. Made the first time the
+/// operation parks and ended with the LinkedTimeout (LinkedTimeout::end), so a timer the heap
+/// still holds (cancelled lazily) leaves it then.
+struct EpollDeadline : TimerNode {
+  Operation* operation = nullptr;
+  EpollBackend* backend = nullptr;
+};
 
 class EpollBackend final : public Backend {
  public:
@@ -195,4 +206,4 @@ class EpollBackend final : public Backend {
   bool skipped_wait_ = false;  // the last poll delivered completions without epoll_wait
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

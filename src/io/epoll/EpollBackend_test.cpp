@@ -23,8 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ucp/io/MultishotRecv.h"
 #include "ucp/io/Operations.h"
+#include "ucp/io/detail/LoopAccess.h"
+#include "ucp/io/detail/MultishotRecv.h"
 
 #include "SeccompFilter.h"
 #include "SocketPair.h"
@@ -44,8 +45,8 @@ std::unique_ptr<EventLoop> make_epoll_loop(LoopOptions options = {}) {
   return std::move(*loop);
 }
 
-io::EpollBackend& epoll_of(EventLoop& loop) {
-  return static_cast<io::EpollBackend&>(loop.backend());
+detail::EpollBackend& epoll_of(EventLoop& loop) {
+  return static_cast<detail::EpollBackend&>(detail::LoopAccess::backend(loop));
 }
 
 void run_task(EventLoop& loop, Task<> body) {
@@ -91,7 +92,7 @@ TEST(EpollBackend, DescribesItselfAndWhatItCanDo) {
   EXPECT_TRUE(loop->capabilities().multishot_receive);
   EXPECT_FALSE(loop->capabilities().ring_messages);
   EXPECT_FALSE(loop->capabilities().registered_buffers);
-  EXPECT_EQ(loop->borrow_receive_buffer().source(), io::BufferLease::Source::kPool);
+  EXPECT_EQ(detail::LoopAccess::borrow_receive_buffer(*loop).source(), BufferLease::Source::kPool);
 }
 
 TEST(EpollBackend, IoUringOnlyOptionsGiveOneWarningEachAndAreIgnored) {
@@ -156,17 +157,17 @@ TEST(EpollBackend, AttachedAndNonBlockingStateDiesWithTheFdNumber) {
     int number;
     {
       SocketPair old;
-      l.attach(old.b.get());
+      detail::LoopAccess::attach(l, old.b.get());
       EXPECT_EQ(::send(old.a.get(), "x", 1, MSG_NOSIGNAL), 1);
       auto n = co_await io::recv(l, old.b.get(), std::span(buffer).first(1));
       EXPECT_TRUE(n);  // a full read: the hint says readable still
-      l.detach(old.b.get());
+      detail::LoopAccess::detach(l, old.b.get());
       number = old.b.get();
     }
     {
       SocketPair next;
       EXPECT_EQ(next.b.get(), number);
-      l.attach(next.b.get());
+      detail::LoopAccess::attach(l, next.b.get());
       bool done = false;
       l.spawn([](EventLoop& inner, int fd, std::vector<std::string>& o, bool& d) -> Task<> {
         std::array<std::byte, 16> into;
@@ -178,7 +179,7 @@ TEST(EpollBackend, AttachedAndNonBlockingStateDiesWithTheFdNumber) {
       log.push_back("timer");
       EXPECT_EQ(::send(next.a.get(), "y", 1, MSG_NOSIGNAL), 1);
       co_await wait_until(l, done);
-      l.detach(next.b.get());
+      detail::LoopAccess::detach(l, next.b.get());
     }
     int fds[2];
     EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
@@ -214,7 +215,7 @@ TEST(EpollBackend, DetachWithOperationsWaitingKeepsThemRunning) {
   SocketPair pair;
   Result<size_t> received = Unexpected{std::errc::io_error};
   run_task(*loop, [](EventLoop& l, int a, int b, Result<size_t>& out) -> Task<> {
-    l.attach(b);
+    detail::LoopAccess::attach(l, b);
     bool done = false;
     l.spawn([](EventLoop& inner, int fd, Result<size_t>& r, bool& d) -> Task<> {
       std::array<std::byte, 16> into;
@@ -222,7 +223,7 @@ TEST(EpollBackend, DetachWithOperationsWaitingKeepsThemRunning) {
       d = true;
     }(l, b, out, done));
     co_await io::sleep_for(l, 2ms);
-    l.detach(b);  // still waited on
+    detail::LoopAccess::detach(l, b);  // still waited on
     EXPECT_EQ(::send(a, "late", 4, MSG_NOSIGNAL), 4);
     co_await wait_until(l, done);
   }(*loop, pair.a.get(), pair.b.get(), received));
@@ -234,7 +235,7 @@ TEST(EpollBackend, ReceivesWaitingOnOneFdCompleteInSubmissionOrder) {
   auto loop = make_epoll_loop();
   ASSERT_TRUE(loop);
   SocketPair pair;
-  loop->attach(pair.b.get());
+  detail::LoopAccess::attach(*loop, pair.b.get());
   std::string order;
   run_task(*loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
     int finished = 0;
@@ -251,7 +252,7 @@ TEST(EpollBackend, ReceivesWaitingOnOneFdCompleteInSubmissionOrder) {
     for (int i = 0; i < 5000 && finished < 3; ++i) co_await io::sleep_for(l, 1ms);
   }(*loop, pair.a.get(), pair.b.get(), order));
   EXPECT_EQ(order, "abc");
-  loop->detach(pair.b.get());
+  detail::LoopAccess::detach(*loop, pair.b.get());
 }
 
 // ---- edge-triggered readiness ----
@@ -266,7 +267,7 @@ TEST(EpollBackend, PeerSendingWhileTheReceiveIsPausedDoesNotSpinTheLoop) {
   auto loop = make_epoll_loop(options);
   ASSERT_TRUE(loop);
   SocketPair pair;
-  loop->attach(pair.b.get());
+  detail::LoopAccess::attach(*loop, pair.b.get());
   std::atomic<bool> stop_sending{false};
   std::atomic<uint64_t> sent{0};
   std::thread sender([&] {
@@ -284,12 +285,12 @@ TEST(EpollBackend, PeerSendingWhileTheReceiveIsPausedDoesNotSpinTheLoop) {
     uint64_t received = 0;
   } report;
   {
-    io::MultishotRecv stream(*loop, pair.b.get());
+    detail::MultishotRecv stream(*loop, pair.b.get());
     run_task(*loop,
-             [](EventLoop& l, io::MultishotRecv& s, std::atomic<bool>& stop,
+             [](EventLoop& l, detail::MultishotRecv& s, std::atomic<bool>& stop,
                 std::atomic<uint64_t>& total, int writer, Report& r) -> Task<> {
                struct Wait {
-                 io::MultishotRecv& stream;
+                 detail::MultishotRecv& stream;
                  bool await_ready() const noexcept { return false; }
                  bool await_suspend(std::coroutine_handle<> h) noexcept { return stream.wait(h); }
                  void await_resume() const noexcept {}
@@ -326,7 +327,7 @@ TEST(EpollBackend, PeerSendingWhileTheReceiveIsPausedDoesNotSpinTheLoop) {
   std::printf("paused 300 ms: %llu waits, %.1f ms CPU on the loop thread\n",
               static_cast<unsigned long long>(report.waits_while_paused),
               static_cast<double>(report.cpu_while_paused.count()) / 1e6);
-  loop->detach(pair.b.get());
+  detail::LoopAccess::detach(*loop, pair.b.get());
 }
 
 // Two sends on a socket whose buffer is full: both park, in order, and wake as the peer reads.
@@ -346,7 +347,7 @@ TEST(EpollBackend, SendsParkedOnAFullSocketBufferWakeInOrderWhenThePeerReads) {
       if (n <= 0) break;
       prefilled += static_cast<uint64_t>(n);
     }
-    if (attached) loop->attach(pair.a.get());
+    if (attached) detail::LoopAccess::attach(*loop, pair.a.get());
     std::string first(100000, '1'), second(50000, '2');
     std::vector<std::pair<char, int32_t>> completions;
     std::string received;
@@ -390,7 +391,7 @@ TEST(EpollBackend, SendsParkedOnAFullSocketBufferWakeInOrderWhenThePeerReads) {
     const std::string expected = first.substr(0, static_cast<size_t>(completions[0].second)) +
                                  second.substr(0, static_cast<size_t>(completions[1].second));
     EXPECT_TRUE(received == expected) << "bytes out of order or lost";
-    if (attached) loop->detach(pair.a.get());
+    if (attached) detail::LoopAccess::detach(*loop, pair.a.get());
   }
 }
 
@@ -400,7 +401,7 @@ TEST(EpollBackend, BlockingSocketsOfTheApplicationNeverBlockTheLoop) {
   auto loop = make_epoll_loop();
   ASSERT_TRUE(loop);
   SocketPair pair;  // blocking, both ends
-  loop->attach(pair.b.get());
+  detail::LoopAccess::attach(*loop, pair.b.get());
   std::vector<std::string> events;
   run_task(*loop, [](EventLoop& l, int a, int b, std::vector<std::string>& log) -> Task<> {
     // A full one-byte read leaves the hint "readable": the next receive is tried at once,
@@ -424,7 +425,7 @@ TEST(EpollBackend, BlockingSocketsOfTheApplicationNeverBlockTheLoop) {
   EXPECT_EQ(events, (std::vector<std::string>{"timer", "recv 2"}));
   // Receives and sends pass MSG_DONTWAIT: the application's socket stays blocking.
   EXPECT_FALSE(is_nonblocking(pair.b.get()));
-  loop->detach(pair.b.get());
+  detail::LoopAccess::detach(*loop, pair.b.get());
 }
 
 TEST(EpollBackend, AcceptOnABlockingListenerWaitsWithoutBlocking) {
@@ -438,7 +439,7 @@ TEST(EpollBackend, AcceptOnABlockingListenerWaitsWithoutBlocking) {
   ASSERT_EQ(::listen(listener.get(), 16), 0);
   socklen_t length = sizeof address;
   ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address), &length);
-  loop->attach(listener.get());
+  detail::LoopAccess::attach(*loop, listener.get());
   std::vector<std::string> events;
   std::vector<UniqueFd> clients;
   run_task(
@@ -465,7 +466,7 @@ TEST(EpollBackend, AcceptOnABlockingListenerWaitsWithoutBlocking) {
         co_await wait_until(l, done);
       }(*loop, listener.get(), address, clients, events));
   EXPECT_EQ(events, (std::vector<std::string>{"timer", "accepted"}));
-  loop->detach(listener.get());
+  detail::LoopAccess::detach(*loop, listener.get());
 }
 
 // ---- files ----

@@ -7,7 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-namespace ucp::io {
+namespace ucp::detail {
 
 FileWorkers::~FileWorkers() {
   {
@@ -131,4 +131,4 @@ void FileWorkers::work() noexcept {
   }
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

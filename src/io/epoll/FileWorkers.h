@@ -24,9 +24,9 @@
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/Operation.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class FileWorkers {
  public:
@@ -81,4 +81,4 @@ class FileWorkers {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -8,7 +8,7 @@
 #include "../SetupError.h"
 #include "IoUring.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 Result<std::unique_ptr<BufferRing>> BufferRing::create(io_uring& ring, uint32_t count,
                                                        uint32_t buffer_size, uint16_t group_id) {
@@ -60,4 +60,4 @@ void BufferRing::give_back(uint16_t id) noexcept {
   io_uring_buf_ring_advance(buf_ring_, 1);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -17,7 +17,7 @@
 
 #include "../ReceiveBuffers.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class BufferRing final : public ReceiveBuffers {
  public:
@@ -39,4 +39,4 @@ class BufferRing final : public ReceiveBuffers {
   uint16_t group_id_ = 0;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -2,7 +2,7 @@
 
 #include <sys/mman.h>
 
-namespace ucp::io {
+namespace ucp::detail {
 
 FixedBuffers::FixedBuffers(std::byte* storage, size_t mapped_bytes, uint32_t count,
                            uint32_t size) noexcept
@@ -26,4 +26,4 @@ std::optional<uint16_t> FixedBuffers::acquire() noexcept {
 
 void FixedBuffers::release(uint16_t index) noexcept { free_.push_back(index); }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

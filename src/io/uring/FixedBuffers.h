@@ -5,7 +5,7 @@
 // pages on every operation. An opt-in strategy of the io_uring backend
 // (event_loop.registered_buffers_count): measured within noise on TCP, off by default.
 //
-// A single-shot receive borrows one (EventLoop::borrow_receive_buffer) and gives it back when
+// A single-shot receive borrows one (LoopAccess::borrow_receive_buffer) and gives it back when
 // the handler drops the BufferLease; a send whose bytes lie inside a registered buffer goes
 // out with WRITE_FIXED automatically (echoing a received lease costs no copy).
 // When every buffer is borrowed, callers fall back to ordinary memory: nothing waits.
@@ -21,7 +21,7 @@
 #include <span>
 #include <vector>
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class FixedBuffers {
  public:
@@ -57,4 +57,4 @@ class FixedBuffers {
   std::vector<uint16_t> free_;  // a stack: the most recently used buffer is still in cache
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -12,7 +12,7 @@
 
 #include "ucp/log/Logger.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 namespace {
 
 int try_setup(unsigned entries, io_uring_params& params, io_uring& ring) {
@@ -299,4 +299,4 @@ std::string describe_setup_error(std::error_code error, const LoopOptions& optio
   }
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -18,12 +18,12 @@
 
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/IoContext.h"
+#include "ucp/io/detail/IoContext.h"
 
 #include "../SetupError.h"
 #include "FixedBuffers.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 // The backend passes CQE flags through as completion flags: the layouts must agree.
 static_assert(kCompletionBuffer == IORING_CQE_F_BUFFER);
@@ -133,4 +133,4 @@ std::string describe_registration_error(std::error_code error, uint32_t count, u
 /// EMFILE...) means and what to do about it; BackendSelection explains the others.
 std::string describe_setup_error(std::error_code error, const LoopOptions& options);
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

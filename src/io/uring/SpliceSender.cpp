@@ -11,7 +11,7 @@
 
 #include "../Sigpipe.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 namespace {
 constexpr size_t kIdleJobs = 64;
@@ -189,4 +189,4 @@ void SpliceSender::cancel(Operation& op) noexcept {
   }
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -25,12 +25,12 @@
 #include <vector>
 
 #include "ucp/base/UniqueFd.h"
-#include "ucp/io/IoContext.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/IoContext.h"
+#include "ucp/io/detail/Operation.h"
 
 #include "IoUring.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class SpliceSender {
  public:
@@ -91,4 +91,4 @@ class SpliceSender {
   std::vector<std::unique_ptr<Job>> idle_jobs_;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -2,17 +2,19 @@
 
 #include <cerrno>
 #include <csignal>
+#include <new>
 
 #include <fcntl.h>
 #include <sys/socket.h>
 
-#include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/detail/DatagramLayout.h"
+#include "ucp/io/detail/LoopAccess.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
-// The datagram layout of io/Datagram.h is the kernel's: a multishot recvmsg's buffer is handed
-// up unchanged.
+// The datagram layout of io/detail/DatagramLayout.h is the kernel's: a multishot recvmsg's buffer
+// is handed up unchanged.
 static_assert(sizeof(DatagramHeader) == sizeof(io_uring_recvmsg_out));
 static_assert(offsetof(DatagramHeader, name_length) == offsetof(io_uring_recvmsg_out, namelen));
 static_assert(offsetof(DatagramHeader, control_length) ==
@@ -28,8 +30,13 @@ namespace {
 // restart_datagrams() before they are delivered (see there).
 constexpr uintptr_t kDatagramTag = 1;
 static_assert(alignof(Operation) > kDatagramTag);
-// Operation::backend_state on this backend: a cancel was asked for (multishot recvmsg only).
-constexpr uint32_t kCancelRequested = 1;
+// Operation::backend_state on this backend: a cancel was asked for (multishot recvmsg only),
+// or the operation is in flight with a linked deadline (its SQE's user_data is the deadline's
+// operation part, which a cancel must name).
+constexpr uint16_t kCancelRequested = 1;
+constexpr uint16_t kLinkedDeadline = 2;
+
+static_assert(sizeof(UringDeadline) <= LinkedTimeout::kStorageBytes);
 
 uint64_t datagram_user_data(Operation& op) noexcept {
   return reinterpret_cast<uintptr_t>(&op) | kDatagramTag;
@@ -44,8 +51,9 @@ Result<std::unique_ptr<UringBackend>> UringBackend::create(EventLoop& owner,
   std::unique_ptr<UringBackend> self(new UringBackend(owner));
   int share_fd = -1;
   if (share_with != nullptr && share_with->backend_kind() == BackendKind::kIoUring) {
-    share_fd =
-        static_cast<const UringBackend&>(const_cast<EventLoop*>(share_with)->backend()).ring_fd();
+    share_fd = static_cast<const UringBackend&>(
+                   detail::LoopAccess::backend(*const_cast<EventLoop*>(share_with)))
+                   .ring_fd();
   }
   auto ring = IoUring::create(options, share_fd, self->stats_, warnings);
   if (!ring) return Unexpected{ring.error()};
@@ -183,7 +191,8 @@ void UringBackend::prepare(io_uring_sqe* sqe, Operation& op) noexcept {
     case OpCode::kRingMessage: {
       // The target's CQE: user_data = its message context, res = the value. No CQE_SKIP: our
       // own CQE is the only way to learn that the value did not arrive.
-      auto& target = static_cast<UringBackend&>(static_cast<EventLoop*>(op.aux)->backend());
+      auto& target =
+          static_cast<UringBackend&>(detail::LoopAccess::backend(*static_cast<EventLoop*>(op.aux)));
       io_uring_prep_msg_ring(sqe, target.ring_fd(), op.size,
                              reinterpret_cast<uint64_t>(&target.message_context_), 0);
       break;
@@ -224,37 +233,42 @@ bool UringBackend::submit(Operation& op) noexcept {
 // both are in, so no CQE can reach a dead frame and data that arrives as the timer fires is
 // returned, not lost.
 bool UringBackend::submit_with_timeout(Operation& op) noexcept {
-  LinkedTimeout& t = *op.timeout;
   // Both SQEs at once: a flush between them would submit the operation without its timer.
   io_uring_sqe* sqes[2];
   if (!ring_->acquire(sqes, 2)) {
     op.result = -EAGAIN;
     return false;
   }
+  // Trivially destructible: LinkedTimeout::end stays null.
+  auto* t = ::new (static_cast<void*>(op.timeout->storage)) UringDeadline{};
+  const uint32_t ms = op.timeout->ms;
   prepare(sqes[0], op);
   sqes[0]->flags |= IOSQE_IO_LINK;
-  t.operation_part.operation = &op;
-  t.operation_part.on_complete = &on_linked_part;
-  io_uring_sqe_set_data(sqes[0], &t.operation_part);
-  t.spec = KernelTimespec::from_ms(t.ms);  // read by the kernel at submit time
-  io_uring_prep_link_timeout(sqes[1], reinterpret_cast<__kernel_timespec*>(&t.spec), 0);
-  t.timer_part.operation = &op;
-  t.timer_part.on_complete = &on_linked_part;
-  io_uring_sqe_set_data(sqes[1], &t.timer_part);
-  t.remaining = 2;
+  t->operation_part.operation = &op;
+  t->operation_part.on_complete = &on_linked_part;
+  io_uring_sqe_set_data(sqes[0], &t->operation_part);
+  t->spec.tv_sec = static_cast<int64_t>(ms / 1000);
+  t->spec.tv_nsec = static_cast<long long>(ms % 1000) * 1000000LL;
+  io_uring_prep_link_timeout(sqes[1], &t->spec, 0);
+  t->timer_part.operation = &op;
+  t->timer_part.on_complete = &on_linked_part;
+  io_uring_sqe_set_data(sqes[1], &t->timer_part);
+  t->remaining = 2;
+  op.backend_state = kLinkedDeadline;
   return true;
 }
 
 std::coroutine_handle<> UringBackend::on_linked_part(IoContext& context, int32_t res,
                                                      uint32_t) noexcept {
-  auto& part = static_cast<LinkedTimeout::Part&>(context);
+  auto& part = static_cast<UringDeadline::Part&>(context);
   Operation& op = *part.operation;
-  LinkedTimeout& t = *op.timeout;
+  auto& t = op.timeout->state<UringDeadline>();
   part.result = res;
   if (--t.remaining > 0) return {};
   int32_t combined = t.operation_part.result;
   // The timer fired and cancelled the operation: a timeout, not a cancel.
   if (combined == -ECANCELED && t.timer_part.result == -ETIME) combined = -ETIMEDOUT;
+  op.backend_state = 0;  // before the callback, which may submit it again
   return op.on_complete(op, combined, 0);
 }
 
@@ -272,7 +286,8 @@ void UringBackend::cancel(Operation& op) noexcept {
     return;
   }
   const IoContext* target = &op;
-  if (op.timeout != nullptr && op.timeout->remaining > 0) target = &op.timeout->operation_part;
+  if (op.backend_state == kLinkedDeadline)
+    target = &op.timeout->state<UringDeadline>().operation_part;
   io_uring_prep_cancel(sqe, const_cast<IoContext*>(target), 0);
   io_uring_sqe_set_data(sqe, nullptr);  // its own CQE tells nothing the target's will not
 }
@@ -316,7 +331,7 @@ uint32_t UringBackend::restart_datagrams(Operation& op, uint32_t flags) noexcept
 std::coroutine_handle<> UringBackend::on_message(IoContext& context, int32_t res,
                                                  uint32_t) noexcept {
   // IORING_OP_MSG_RING: `res` is the sender's value, not a result of ours.
-  static_cast<MessageContext&>(context).loop->message_arrived(res);
+  detail::LoopAccess::message_arrived(*static_cast<MessageContext&>(context).loop, res);
   return {};
 }
 
@@ -333,4 +348,4 @@ void UringBackend::release_registered_buffer(uint16_t index) noexcept {
   fixed_buffers_->release(index);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

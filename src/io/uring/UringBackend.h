@@ -18,7 +18,20 @@
 #include "IoUring.h"
 #include "SpliceSender.h"
 
-namespace ucp::io {
+namespace ucp::detail {
+
+/// An operation's deadline on this backend, in its LinkedTimeout's storage: the operation's
+/// SQE and a linked IORING_OP_LINK_TIMEOUT, each with a completion context of its own, so
+/// the operation completes once both CQEs are in, in whichever order they come.
+struct UringDeadline {
+  struct Part : IoContext {
+    Operation* operation = nullptr;
+  };
+  Part operation_part;     // the operation's own completion, held until the timer's
+  Part timer_part;         // the timer's
+  __kernel_timespec spec;  // read by the kernel when the SQE is submitted
+  uint8_t remaining = 0;   // CQEs still to come
+};
 
 class UringBackend final : public Backend {
  public:
@@ -69,4 +82,4 @@ class UringBackend final : public Backend {
   MessageContext message_context_;        // never submitted here: its CQEs come from other rings
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

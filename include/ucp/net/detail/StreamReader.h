@@ -3,7 +3,7 @@
 // buffer) and receive() (a lent buffer) in one of two ways, chosen by the loop:
 //
 // - multishot (the loop has receive buffers, LoopCapabilities::multishot_receive): one
-//   long-lived receive queues chunks (io/MultishotRecv.h) and a read returns queued bytes
+//   long-lived receive queues chunks (io/detail/MultishotRecv.h) and a read returns queued bytes
 //   without suspending. The read timeout is a loop timer pushed back on every read (O(1)),
 //   because a deadline linked to the receive would end it.
 // - single-shot: one receive per read, straight into the caller's buffer (receive(): into a
@@ -24,16 +24,16 @@
 #include "ucp/base/Result.h"
 #include "ucp/io/BufferLease.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/io/MultishotRecv.h"
-#include "ucp/io/Operation.h"
 #include "ucp/io/Timer.h"
+#include "ucp/io/detail/MultishotRecv.h"
+#include "ucp/io/detail/Operation.h"
 #include "ucp/memory/MemoryPool.h"
 
-namespace ucp {
+namespace ucp::detail {
 
 // The read timeout's timer node is a private base rather than a member pointing back here:
 // every connection carries a reader, and the base's tail padding holds the small fields below.
-class StreamReader : private io::TimerNode {
+class StreamReader : private TimerNode {
  public:
   /// `on_idle(owner)` runs whenever the reader's last operation in flight has completed.
   StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, void* owner,
@@ -46,7 +46,7 @@ class StreamReader : private io::TimerNode {
   class ReadAwaiter {
    public:
     ReadAwaiter(StreamReader& reader, std::span<std::byte> destination) noexcept;
-    ReadAwaiter(StreamReader& reader, io::BufferLease* lend_into) noexcept;
+    ReadAwaiter(StreamReader& reader, BufferLease* lend_into) noexcept;
     ReadAwaiter(const ReadAwaiter&) = delete;
     ReadAwaiter& operator=(const ReadAwaiter&) = delete;
     ~ReadAwaiter();
@@ -69,7 +69,7 @@ class StreamReader : private io::TimerNode {
 
     StreamReader& reader_;
     std::span<std::byte> destination_;
-    io::BufferLease* lease_ = nullptr;  // receive(): the data is lent here instead of copied
+    BufferLease* lease_ = nullptr;  // receive(): the data is lent here instead of copied
     std::coroutine_handle<> caller_;
     PoolPtr<SingleShot> single_shot_;  // only while a single-shot read is in flight
     int32_t result_ = 0;               // single-shot result, or an error found before any I/O
@@ -81,14 +81,14 @@ class StreamReader : private io::TimerNode {
   class ReceiveAwaiter : public ReadAwaiter {
    public:
     explicit ReceiveAwaiter(StreamReader& reader) noexcept : ReadAwaiter(reader, &received_) {}
-    Result<io::BufferLease> await_resume() noexcept {
+    Result<BufferLease> await_resume() noexcept {
       auto n = ReadAwaiter::await_resume();
       if (!n) return Unexpected{n.error()};
       return std::move(received_);
     }
 
    private:
-    io::BufferLease received_;
+    BufferLease received_;
   };
 
   ReadAwaiter read(std::span<std::byte> buffer) noexcept { return {*this, buffer}; }
@@ -110,10 +110,10 @@ class StreamReader : private io::TimerNode {
 
  private:
   enum class State : uint8_t { kOpen, kStopped };
-  static void on_deadline(io::TimerNode& node) noexcept;
+  static void on_deadline(TimerNode& node) noexcept;
   void notify_idle() noexcept;
   // Multishot mode: the read timeout of the waiting reader.
-  io::TimerNode& deadline() noexcept { return *this; }
+  TimerNode& deadline() noexcept { return *this; }
 
   uint32_t timeout_ms_;
   std::errc stop_reason_ = std::errc::operation_canceled;
@@ -122,9 +122,9 @@ class StreamReader : private io::TimerNode {
   bool single_shot_in_flight_ = false;
   // Always there, also on a loop without receive buffers (then unused, multishot_ false): the
   // loop, the fd and the owner's idle callback are the stream's, kept once per connection.
-  io::MultishotRecv stream_;
+  detail::MultishotRecv stream_;
   ReadAwaiter* waiting_ = nullptr;
   uint64_t bytes_read_ = 0;
 };
 
-}  // namespace ucp
+}  // namespace ucp::detail

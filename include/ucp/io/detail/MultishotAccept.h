@@ -11,9 +11,9 @@
 #include <cstdint>
 
 #include "ucp/base/Result.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/Operation.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class MultishotAccept {
  public:
@@ -45,4 +45,4 @@ class MultishotAccept {
   bool running_ = false;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -10,7 +10,7 @@
 //
 // Either way a completion is delivered only while the loop walks its completions, never from
 // inside submit(), and the descriptor and the memory it names must live until the last one.
-// (EventLoop::try_now is the one way to have an operation performed on the spot: it says so,
+// (LoopAccess::try_now is the one way to have an operation performed on the spot: it says so,
 // and then nothing is in flight.)
 //
 // OperationAwaiter is the one base of the awaitable operations (io/Operations.h): it prepares
@@ -22,15 +22,15 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
-#include "ucp/io/IoContext.h"
-#include "ucp/io/Timer.h"
+#include "ucp/io/detail/IoContext.h"
 
 namespace ucp {
 class EventLoop;
 }
 
-namespace ucp::io {
+namespace ucp::detail {
 
 enum class OpCode : uint8_t {
   kRecv,              // fd, data/size: one receive; buffer_index >= 0: a registered buffer
@@ -41,8 +41,8 @@ enum class OpCode : uint8_t {
   kRecvMsg,           // fd, data = msghdr*: one datagram with its source address
   kRecvMsgMultishot,  // fd, data = msghdr* (only msg_namelen and msg_controllen are read): a
                       // completion per datagram (0 bytes too), each in a loop receive buffer
-                      // laid out as io/Datagram.h draws (kCompletionMore); ends only with an
-                      // error, a cancel or ENOBUFS (a dry pool)
+                      // laid out as io/detail/DatagramLayout.h draws (kCompletionMore); ends only
+                      // with an error, a cancel or ENOBUFS (a dry pool)
   kRead,              // fd, data/size at `offset` (kCurrentPosition: the file position)
   kWrite,             // fd, data/size at `offset`
   kAccept,            // fd, data = sockaddr* (filled), aux = socklen_t*; result: the new fd
@@ -50,12 +50,12 @@ enum class OpCode : uint8_t {
   kConnect,           // fd, data = const sockaddr*, size = its length
   kClose,             // fd: closes it (the loop forgets the fd first)
   kCancelFd,          // fd: ends every operation in flight on fd; result: how many
-  kRingMessage,       // another loop's ring: value in `size` (io/RingMessage.h; io_uring only)
-  kOpenAt,            // fd = directory (AT_FDCWD), data = const char* path, size = open(2) flags,
-                      // offset = mode; result: the new fd
-  kFsync,             // fd; size = kFsyncDataOnly: fdatasync(2), else fsync(2)
-  kSendFile,          // fd = socket, source_fd = file: up to `size` bytes of the file from
-                      // `offset`; result: bytes sent (may be fewer), 0 at the end of the file
+  kRingMessage,  // another loop's ring: value in `size` (io/detail/RingMessage.h; io_uring only)
+  kOpenAt,       // fd = directory (AT_FDCWD), data = const char* path, size = open(2) flags,
+                 // offset = mode; result: the new fd
+  kFsync,        // fd; size = kFsyncDataOnly: fdatasync(2), else fsync(2)
+  kSendFile,     // fd = socket, source_fd = file: up to `size` bytes of the file from
+                 // `offset`; result: bytes sent (may be fewer), 0 at the end of the file
 };
 
 /// kFsync's `size`: only the data (and the metadata needed to read it back), as fdatasync(2).
@@ -63,44 +63,58 @@ inline constexpr uint32_t kFsyncDataOnly = 1;
 
 inline constexpr uint64_t kCurrentPosition = ~uint64_t{0};
 
-/// Layout of the kernel's __kernel_timespec, so public headers need no <liburing.h>.
-struct KernelTimespec {
-  int64_t tv_sec = 0;
-  long long tv_nsec = 0;
-  static KernelTimespec from_ms(uint64_t ms) noexcept {
-    return {static_cast<int64_t>(ms / 1000), static_cast<long long>(ms % 1000) * 1000000LL};
-  }
-};
-
 struct Operation;
 
-/// Storage an operation with a deadline lends its backend: the operation ends with -ETIMEDOUT
-/// (its result; data that arrived as the timer fired is returned, never lost) when `ms`
-/// pass first. io_uring links an IORING_OP_LINK_TIMEOUT to the operation and waits for both
-/// completions, in either order; epoll arms a loop timer that cancels the parked operation.
+/// What an operation with a deadline lends its backend: the operation ends with -ETIMEDOUT
+/// (its result; data that arrived as the timer fired is returned, never lost) when `ms` pass
+/// first. Lives beside the operation (the awaiter, or the pooled state of a read) until its
+/// last completion.
+///
+/// How a deadline is kept is each backend's business, so its bookkeeping is not spelled out
+/// here: io_uring links an IORING_OP_LINK_TIMEOUT to the operation and waits for both
+/// completions in either order (two completion contexts and the timespec the kernel reads),
+/// epoll arms a loop timer while the operation is parked. A loop runs one backend, so the
+/// bytes below hold one backend's state at a time: the backend constructs it in `storage`
+/// (its own type, which static_asserts that it fits) when it starts the operation, and sets
+/// `end` if that state must be ended before the bytes go (epoll's timer leaves the heap).
 struct LinkedTimeout {
-  struct Part : IoContext {
-    Operation* operation = nullptr;
-  };
+  /// The larger of the two backends' states: io_uring's, two 32-byte completion contexts, a
+  /// 16-byte timespec and a count (epoll's, a timer node and two pointers, is 56).
+  static constexpr size_t kStorageBytes = 88;
+
+  LinkedTimeout() noexcept = default;
+  LinkedTimeout(const LinkedTimeout&) = delete;
+  LinkedTimeout& operator=(const LinkedTimeout&) = delete;
+  ~LinkedTimeout() {
+    if (end != nullptr) end(*this);
+  }
+
+  /// The backend's state, as the type it constructed (for the backends only).
+  template <class State>
+  State& state() noexcept {
+    static_assert(sizeof(State) <= kStorageBytes && alignof(State) <= alignof(void*));
+    return *std::launder(reinterpret_cast<State*>(storage));
+  }
+
   uint32_t ms = 0;
-  KernelTimespec spec;  // io_uring reads it when the SQE is submitted
-  Part operation_part;  // io_uring: the operation's own completion, held until the timer's
-  Part timer_part;
-  int32_t operation_result = 0;
-  uint8_t remaining = 0;
-  /// epoll: a loop timer, armed while the operation is parked, that ends it.
-  struct Deadline : TimerNode {
-    Operation* operation = nullptr;
-    void* backend = nullptr;
-  };
-  Deadline timer;
+  void (*end)(LinkedTimeout&) noexcept = nullptr;
+  alignas(void*) std::byte storage[kStorageBytes];
 };
 
 // Every connection carries two of these (its receive and its send) and every awaiter one, so
 // the fields are packed: no padding, and fields no operation uses together share storage.
+//
+// The descriptor is the same for every backend. Two parts of it are a backend's own:
+// `backend_state` (16 bits where the layout has room anyway: io_uring marks an operation
+// whose cancel must target its linked deadline, epoll keeps its state machine) and the
+// `next`/`prev` links. Those 16 bytes stay here, although only epoll uses them, because they
+// cannot leave at no cost: epoll parks every operation that must wait in a FIFO list per fd,
+// and intrusive links are what make parking free of allocation and of any lookup; a side
+// table on the epoll backend would cost one of those per parked operation, and io_uring needs
+// nothing per operation that the links could be shared with.
 struct Operation : IoContext {
   OpCode code = OpCode::kRecv;
-  uint16_t backend_state = 0;  // backend bookkeeping
+  uint16_t backend_state = 0;  // the backend's (see above)
   int fd = -1;
   void* data = nullptr;  // see OpCode
   void* aux = nullptr;   // see OpCode
@@ -111,7 +125,7 @@ struct Operation : IoContext {
     int32_t source_fd;          // kSendFile: the file
   };
   LinkedTimeout* timeout = nullptr;
-  // Backend bookkeeping: the epoll backend parks operations in per-fd lists.
+  // The backend's (see above): epoll's per-fd wait list.
   Operation* next = nullptr;
   Operation* prev = nullptr;
 };
@@ -137,4 +151,4 @@ class OperationAwaiter {
   Operation op_;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -30,7 +30,7 @@
 
 #include <sys/uio.h>
 
-namespace ucp {
+namespace ucp::detail {
 
 enum class SegmentKind : uint8_t {
   kChunk,      // a pool block of the queue's own, holding copied bytes
@@ -98,4 +98,4 @@ class OutputQueue {
   size_t copied_ = 0;
 };
 
-}  // namespace ucp
+}  // namespace ucp::detail

@@ -25,30 +25,21 @@
 #include <span>
 #include <system_error>
 
-#include "ucp/base/Defaults.h"
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
 #include "ucp/io/Timer.h"
-#include "ucp/net/OutputQueue.h"
+#include "ucp/io/detail/LoopAccess.h"
+#include "ucp/io/detail/VectoredSend.h"
+#include "ucp/net/OutputLimits.h"
+#include "ucp/net/detail/OutputQueue.h"
 
-namespace ucp {
-
-/// What bounds a connection's queued output (TcpServer fills it from ServerOptions).
-struct OutputLimits {
-  /// write() completes without waiting while the queue holds at most this many bytes.
-  uint64_t max_output_bytes = defaults::kMaxOutputBytes;
-  /// Queued output that waits this long without the peer taking a byte fails with timed_out
-  /// (the connection is then closed by its handler). 0 = no limit while open.
-  uint32_t write_timeout_ms = defaults::kWriteTimeoutMs;
-  /// close() waits for queued output this long without a byte taken, then drops it.
-  uint32_t close_flush_timeout_ms = defaults::kShutdownTimeoutMs;
-};
+namespace ucp::detail {
 
 // The send hook and the deadline's timer node are private bases rather than members pointing
 // back here: every connection carries a writer, and the timer node's tail padding holds the
 // small fields below.
-class StreamWriter : private io::PreSubmitHook, private io::TimerNode {
+class StreamWriter : private detail::PreSubmitHook, private TimerNode {
  public:
   /// What the writer tells its owner (one callback: every connection keeps its pointer).
   enum class Event : uint8_t {
@@ -172,22 +163,22 @@ class StreamWriter : private io::PreSubmitHook, private io::TimerNode {
   void arm_deadline() noexcept;
   void wake_flush_waiter() noexcept;
   static void on_send_complete(void* self, int32_t res) noexcept;
-  static void on_send_hook(io::PreSubmitHook& hook) noexcept;
-  static void on_deadline(io::TimerNode& node) noexcept;
+  static void on_send_hook(detail::PreSubmitHook& hook) noexcept;
+  static void on_deadline(TimerNode& node) noexcept;
 
   // The loop and the fd are the send's (send_.loop(), send_.fd()): one copy per connection.
   EventLoop& loop() const noexcept { return send_.loop(); }
   // Queued while output waits for a send to start.
-  io::PreSubmitHook& send_hook() noexcept { return *this; }
+  detail::PreSubmitHook& send_hook() noexcept { return *this; }
   // No byte taken for too long: the output fails.
-  io::TimerNode& deadline() noexcept { return *this; }
+  TimerNode& deadline() noexcept { return *this; }
 
   State state_ = State::kOpen;
   bool full_ = false;             // past max_output_bytes: write() waits until half is left
   bool cancels_pending_ = false;  // some writer's cancel waits for the send in flight
   OutputLimits limits_;
   OutputQueue queue_;
-  io::VectoredSend send_;  // the one send in flight
+  detail::VectoredSend send_;  // the one send in flight
   // The last segment the send in flight covers (segments up to it may be read by the kernel).
   const OutputSegment* in_flight_last_ = nullptr;
   std::coroutine_handle<> flush_waiter_;  // close() waiting for the queue to drain
@@ -198,4 +189,4 @@ class StreamWriter : private io::PreSubmitHook, private io::TimerNode {
   uint64_t sends_submitted_ = 0;
 };
 
-}  // namespace ucp
+}  // namespace ucp::detail

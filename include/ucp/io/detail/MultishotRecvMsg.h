@@ -2,8 +2,8 @@
 // MultishotRecvMsg: a datagram socket's incoming datagrams as a queue, filled by one
 // long-lived receive into the loop's receive buffers, one datagram per buffer (io_uring: a
 // multishot recvmsg on the provided-buffer ring; epoll: recvmmsg into free buffers each time
-// the socket turns readable). Each buffer holds the datagram as io/Datagram.h draws it; pop()
-// lends the payload without a copy, with the source address beside it.
+// the socket turns readable). Each buffer holds the datagram as io/detail/DatagramLayout.h draws
+// it; pop() lends the payload without a copy, with the source address beside it.
 //
 // The reader asks for news with wait(); it is resumed with datagrams or an error. Underneath,
 // as in MultishotRecv:
@@ -32,22 +32,14 @@
 
 #include "ucp/io/BufferLease.h"
 #include "ucp/io/Datagram.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/DatagramLayout.h"
+#include "ucp/io/detail/Operation.h"
 
 namespace ucp {
 class EventLoop;
 }
 
-namespace ucp::io {
-
-/// One received datagram: its payload lent (the loop's receive buffer, or a pool block), and
-/// where it came from.
-struct ReceivedDatagram {
-  BufferLease data;
-  sockaddr_storage source{};
-  socklen_t source_length = 0;
-  bool truncated = false;  // longer than the buffer could hold: its end was lost
-};
+namespace ucp::detail {
 
 class MultishotRecvMsg {
  public:
@@ -134,4 +126,4 @@ class MultishotRecvMsg {
   bool stopped_ = false;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

@@ -2,7 +2,7 @@
 // RingMessage: one 32-bit value on its way from this loop to another, ring to ring
 // (IORING_OP_MSG_RING, io_uring 5.18+; LoopCapabilities::ring_messages). The kernel posts a
 // completion straight into the target's ring, whose handler gets the value
-// (EventLoop::set_message_handler): no queue, no eventfd, no lock. The target's mailbox
+// (LoopAccess::set_message_handler): no queue, no eventfd, no lock. The target's mailbox
 // counts messages on their way so that it never shuts down before they arrive. On the epoll
 // backend send() is refused with operation_not_supported: use EventLoop::post.
 //
@@ -16,9 +16,9 @@
 #include <cstdint>
 
 #include "ucp/base/Result.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/Operation.h"
 
-namespace ucp::io {
+namespace ucp::detail {
 
 class RingMessage {
  public:
@@ -79,4 +79,4 @@ inline SendMessageOp send_message(EventLoop& loop, EventLoop& target, int32_t va
   return SendMessageOp(loop, target, value);
 }
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

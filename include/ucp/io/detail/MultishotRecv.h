@@ -26,14 +26,14 @@
 #include <vector>
 
 #include "ucp/io/BufferLease.h"
-#include "ucp/io/Operation.h"
+#include "ucp/io/detail/Operation.h"
 #include "ucp/memory/MemoryPool.h"
 
 namespace ucp {
 class EventLoop;
 }
 
-namespace ucp::io {
+namespace ucp::detail {
 
 /// The receive's descriptor is a private base rather than a member pointing back here: every
 /// connection carries one, and the pointer would be 8 bytes of each.
@@ -139,4 +139,4 @@ class MultishotRecv : private Operation {
   bool stopped_ = false;
 };
 
-}  // namespace ucp::io
+}  // namespace ucp::detail

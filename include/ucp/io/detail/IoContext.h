@@ -4,6 +4,10 @@
 // finds it again; it lives in the frame of the coroutine that awaits it (or in the object that
 // owns a multishot operation) until its last completion has arrived.
 //
+// The name is the original design's and means one operation's context, the one passed as
+// user_data. It is not Asio's io_context (an event loop and executor): UCP's counterpart of
+// that is EventLoop.
+//
 // Completion flags are the same on every backend:
 //
 //   bit 0   kCompletionBuffer  the data went into a loop receive buffer; its id is bits 16..31
@@ -14,9 +18,8 @@
 #include <coroutine>
 #include <cstdint>
 
-namespace ucp {
+namespace ucp::detail {
 
-namespace io {
 inline constexpr uint32_t kCompletionBuffer = 1u << 0;
 inline constexpr uint32_t kCompletionMore = 1u << 1;
 inline constexpr uint32_t kBufferIdShift = 16;
@@ -24,8 +27,9 @@ inline constexpr uint32_t kBufferIdShift = 16;
 inline uint16_t buffer_id_of(uint32_t flags) noexcept {
   return static_cast<uint16_t>(flags >> kBufferIdShift);
 }
-}  // namespace io
 
+/// One operation's completion target (see above). Lives in its owner (the awaiting frame or
+/// the multishot object); the owning loop's thread only.
 struct IoContext {
   /// Called for every completion of this operation. Returns the coroutine to resume, or a
   /// null handle. One-shot operations use `complete_once`; multishot owners install their own.
@@ -45,4 +49,4 @@ struct IoContext {
   uint32_t flags = 0;  // kCompletionMore, kCompletionBuffer (+ buffer id)
 };
 
-}  // namespace ucp
+}  // namespace ucp::detail
