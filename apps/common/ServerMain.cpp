@@ -158,6 +158,7 @@ int ServerMain::serve(http::HttpServer& server, std::string_view what) {
     uint64_t answered = 0;
     for (const http::WorkerStats& worker : server.stats()) {
       for (uint64_t count : worker.responses) answered += count;
+      answered += worker.informational;
     }
     return answered;
   });
