@@ -28,6 +28,7 @@
 #include "ucp/ws/Accept.h"
 
 #include "Backends.h"
+#include "Deflate.h"
 #include "ErrorText.h"
 #include "LoopRunner.h"
 #include "WsRawClient.h"
@@ -688,28 +689,86 @@ TEST_F(WebSocketTest, ClientRefusesABadUrlAndAFailedHandshake) {
 // ---- permessage-deflate ----
 
 TEST_F(WebSocketTest, NegotiatesPermessageDeflate) {
-  Options options;
-  options.deflate.enabled = true;
-  options.deflate.min_message_bytes = 0;
-  WsServer server(backend(), options);
-  auto offer = [&](std::string_view extensions) {
+  auto offer = [&](WsServer& server, std::string_view extensions) {
     WsRawClient ws =
         open(server, "/echo", "Sec-WebSocket-Extensions: " + std::string(extensions) + "\r\n");
     return ws.response().header("sec-websocket-extensions");
   };
-  EXPECT_EQ(offer("permessage-deflate"), "permessage-deflate");
-  EXPECT_EQ(offer("permessage-deflate; client_max_window_bits"), "permessage-deflate");
-  EXPECT_EQ(offer("permessage-deflate; client_max_window_bits=10"),
+  // By default the server takes no context over and tells the client not to either, whatever
+  // it offered: no connection keeps zlib state between messages.
+  Options options;
+  options.deflate.enabled = true;
+  options.deflate.min_message_bytes = 0;
+  {
+    WsServer server(backend(), options);
+    const std::string alone =
+        "permessage-deflate; server_no_context_takeover; "
+        "client_no_context_takeover";
+    EXPECT_EQ(offer(server, "permessage-deflate"), alone);
+    EXPECT_EQ(offer(server, "permessage-deflate; client_max_window_bits"), alone);
+    EXPECT_EQ(offer(server, "permessage-deflate; client_max_window_bits=10"),
+              alone + "; client_max_window_bits=10");
+    EXPECT_EQ(offer(server,
+                    "permessage-deflate; server_no_context_takeover; "
+                    "server_max_window_bits=12"),
+              alone + "; server_max_window_bits=12");
+  }
+  // With context takeover allowed, the answer follows the offer.
+  options.deflate.no_context_takeover = false;
+  options.deflate.peer_no_context_takeover = false;
+  WsServer server(backend(), options);
+  EXPECT_EQ(offer(server, "permessage-deflate"), "permessage-deflate");
+  EXPECT_EQ(offer(server, "permessage-deflate; client_max_window_bits"), "permessage-deflate");
+  EXPECT_EQ(offer(server, "permessage-deflate; client_max_window_bits=10"),
             "permessage-deflate; client_max_window_bits=10");
-  EXPECT_EQ(offer("permessage-deflate; server_no_context_takeover; server_max_window_bits=12"),
-            "permessage-deflate; server_no_context_takeover; server_max_window_bits=12");
+  EXPECT_EQ(
+      offer(server, "permessage-deflate; server_no_context_takeover; server_max_window_bits=12"),
+      "permessage-deflate; server_no_context_takeover; server_max_window_bits=12");
   // Declined offers (unknown or repeated parameters, bad values), then one it takes.
-  EXPECT_EQ(offer("permessage-deflate; bogus, permessage-deflate; server_max_window_bits=16, "
-                  "permessage-deflate; client_no_context_takeover; client_no_context_takeover, "
+  EXPECT_EQ(offer(server,
+                  "permessage-deflate; bogus, permessage-deflate; "
+                  "server_max_window_bits=16, permessage-deflate; "
+                  "client_no_context_takeover; client_no_context_takeover, "
                   "permessage-deflate; client_no_context_takeover"),
             "permessage-deflate; client_no_context_takeover");
-  EXPECT_EQ(offer("x-webkit-deflate-frame"), "");
-  EXPECT_EQ(offer("permessage-deflate; server_max_window_bits"), "");  // needs a value
+  EXPECT_EQ(offer(server, "x-webkit-deflate-frame"), "");
+  EXPECT_EQ(offer(server, "permessage-deflate; server_max_window_bits"), "");  // needs a value
+}
+
+// What connections keep for context takeover is bounded per thread: past the budget, a new
+// connection is answered with no context takeover both ways; as connections close, the budget
+// comes back.
+TEST_F(WebSocketTest, KeepsContextTakeoverWithinTheThreadsBudget) {
+  Options options;
+  options.deflate.enabled = true;
+  options.deflate.no_context_takeover = false;
+  options.deflate.peer_no_context_takeover = false;
+  DeflateParams takeover;
+  options.deflate.max_context_bytes = 2 * context_bytes(takeover, options.deflate.mem_level, true);
+  WsServer server(backend(), options);
+  const std::string offer =
+      "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n";
+  const std::string alone =
+      "permessage-deflate; server_no_context_takeover; "
+      "client_no_context_takeover";
+  std::vector<WsRawClient> kept;
+  for (int i = 0; i < 2; ++i) {
+    kept.push_back(open(server, "/journal", offer));
+    EXPECT_EQ(kept.back().response().header("sec-websocket-extensions"), "permessage-deflate");
+    EXPECT_EQ(server.journal().wait_for("open:"), "open::deflate");  // its state exists now
+  }
+  WsRawClient third = open(server, "/echo", offer);
+  EXPECT_EQ(third.response().header("sec-websocket-extensions"), alone);
+  // Still compressed, and nothing kept: a message each way.
+  ASSERT_TRUE(third.send(ws_frame(kFin | 0x1, std::string(5000, 'z'))));
+  auto echo = third.read_frame();
+  ASSERT_TRUE(echo);
+  EXPECT_TRUE(echo->rsv1);
+  for (auto& ws : kept) ws.close();
+  third.close();
+  ASSERT_TRUE(server.all_closed());
+  WsRawClient again = open(server, "/echo", offer);
+  EXPECT_EQ(again.response().header("sec-websocket-extensions"), "permessage-deflate");
 }
 
 TEST_F(WebSocketTest, CompressesBothWaysWithOurClient) {
