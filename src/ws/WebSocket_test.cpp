@@ -19,6 +19,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <zlib.h>
 
 #include "ucp/coro/WhenAll.h"
@@ -30,6 +32,7 @@
 #include "Backends.h"
 #include "Deflate.h"
 #include "ErrorText.h"
+#include "Handshake.h"
 #include "LoopRunner.h"
 #include "WsRawClient.h"
 
@@ -684,6 +687,70 @@ TEST_F(WebSocketTest, ClientRefusesABadUrlAndAFailedHandshake) {
         loop, "ws://127.0.0.1:" + std::to_string(port) + "/no-such-route");
     EXPECT_EQ(refused.error(), make_error_code(Errc::kHandshakeFailed));
   }(client.loop(), server.port()));
+}
+
+/// A listening socket on 127.0.0.1 that answers one WebSocket handshake with `answer` (the
+/// lines between the status line and the Sec-WebSocket-Accept it computes), from a thread.
+class CannedHandshake {
+ public:
+  explicit CannedHandshake(std::string extra_lines) {
+    listener_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listener_.get(), reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(listener_.get(), 1);
+    socklen_t length = sizeof address;
+    ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this, extra = std::move(extra_lines)] {
+      UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!fd) return;
+      const timeval bound{10, 0};  // every wait below ends, whatever the client does
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+        if (n <= 0) return;
+        request.append(buffer, static_cast<size_t>(n));
+      }
+      const size_t at = request.find("Sec-WebSocket-Key: ") + 19;
+      const std::string key = request.substr(at, request.find("\r\n", at) - at);
+      const std::string answer =
+          "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+          "Sec-WebSocket-Accept: " +
+          accept_key(key) + "\r\n" + extra + "\r\n";
+      ::send(fd.get(), answer.data(), answer.size(), MSG_NOSIGNAL);
+      ::recv(fd.get(), buffer, sizeof buffer, 0);  // until the client closes
+    });
+  }
+  ~CannedHandshake() { thread_.join(); }
+  uint16_t port() const { return port_; }
+
+ private:
+  UniqueFd listener_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// The client builds its Host field from the URL's authority and reads the server's answer:
+// an authority that would end the field (and start another) is a bad URL, and an answer with
+// an obs-fold fails the handshake, as the server refuses both in requests.
+TEST_F(WebSocketTest, ClientRefusesFieldInjectionAndFoldedAnswers) {
+  ClientLoop client(backend());
+  client.run([](EventLoop& loop) -> Task<> {
+    for (const char* url : {"ws://a\r\nX-Injected:1/", "ws://a b:80/", "ws://a\"b:80/"}) {
+      auto ws = co_await WebSocket::connect(loop, url);
+      EXPECT_EQ(ws.error(), make_error_code(Errc::kBadUrl)) << url;
+    }
+  }(client.loop()));
+  CannedHandshake folded("X-Note:\r\n Sec-WebSocket-Protocol: chat\r\n");
+  ClientLoop second(backend());  // a loop runs one body to its end
+  second.run([](EventLoop& loop, uint16_t port) -> Task<> {
+    auto ws = co_await WebSocket::connect(loop, "ws://127.0.0.1:" + std::to_string(port) + "/");
+    EXPECT_EQ(ws.error(), make_error_code(Errc::kHandshakeFailed));
+  }(second.loop(), folded.port()));
 }
 
 // ---- permessage-deflate ----
