@@ -142,6 +142,10 @@ RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
     input_begin_ = input.data();
     input_end_ = input.data() + input.size();
     if (fold_scan_ != FoldScan::kOff && !scan_for_fold(input_begin_)) return Event::kError;
+    if (open_ == Token::kUrl && url_at_end_ && (input.front() == '\r' || input.front() == '\n')) {
+      fail(400, "request line without HTTP/1.x version");  // HTTP/0.9: below, across inputs
+      return Event::kError;
+    }
     if (chunk_line_.active()) {
       if (!read_chunk_line(input)) return Event::kError;
       continue;
@@ -392,13 +396,21 @@ int RequestParser::on_url(llhttp_t* parser, const char* at, size_t length) noexc
   p.open_ = Token::kUrl;
   p.url_end_ = at + length;
   p.url_serial_ = p.serial_;
+  p.url_at_end_ = p.url_end_ == p.input_end_;
   if (!p.append(p.request_.target_, {at, length}, extend))
     return p.fail(503, "cannot keep the request's bytes");
   return 0;
 }
 
 int RequestParser::on_url_complete(llhttp_t* parser) noexcept {
-  self(parser).open_ = Token::kNone;
+  RequestParser& p = self(parser);
+  p.open_ = Token::kNone;
+  // llhttp ends an HTTP/0.9 request line (no version) by making the version 0.9 just before
+  // this callback; it would go on to read a header block. (A version that follows the target
+  // is read only after this callback, so 0.9 here is never a previous request's.)
+  if (parser->http_major == 0 && parser->http_minor == 9) {
+    return p.fail(400, "request line without HTTP/1.x version");
+  }
   return 0;
 }
 

@@ -144,6 +144,7 @@ class RequestParser {
   // Where the last pieces of the target and of a field name ended, and in which feed().
   const char* url_end_ = nullptr;
   uint32_t url_serial_ = 0;
+  bool url_at_end_ = false;  // ...and it ended its input: the target may go on in the next
   const char* name_end_ = nullptr;
   uint32_t name_serial_ = 0;
   // llhttp skips whitespace, CRLF and more whitespace after a field's colon without a

@@ -256,8 +256,14 @@ TEST(RequestParser, ProcessesHigherHttp1MinorVersionsAsHttp11) {
 // An HTTP/0.9 request line ends with its CRLF: refused then, not after a header block that
 // never comes (the client waited for the header timeout and a 408).
 TEST(RequestParser, RefusesAnHttp09RequestLineAtItsEnd) {
-  for (const std::vector<std::string>& pieces : std::vector<std::vector<std::string>>{
-           {"GET /\r\n"}, {"GET /\n"}, {"GET /", "\r\n"}, {"GET /\r", "\n"}, {"GET /a?b\r\n"}}) {
+  for (const std::vector<std::string>& pieces :
+       std::vector<std::vector<std::string>>{{"GET /\r\n"},
+                                             {"GET /\n"},
+                                             {"GET /", "\r\n"},
+                                             {"GET /", "\n"},
+                                             {"GET /\r", "\n"},
+                                             {"GET /a?b\r\n"},
+                                             {"G", "E", "T", " ", "/", "\n", "H"}}) {
     RequestParser parser(ParserLimits{});
     RequestParser::Event event = RequestParser::Event::kNeedMore;
     std::vector<std::string> kept = pieces;
