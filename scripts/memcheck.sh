@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# make memcheck (docs/design.md, section 5): bin/proactor_test under valgrind memcheck while `bin/test_client all`
-# runs, then SIGTERM. Fails unless valgrind reports 0 bytes definitely and indirectly lost, 0
-# errors, a clean server exit and every test_client case passing.
+# make memcheck (docs/design.md, section 5): the server under a leak checker while
+# `bin/test_client all` runs, then SIGTERM, on both backends:
 #
-# Valgrind and io_uring: valgrind 3.19 (Debian 12) keeps its global thread lock while a thread
-# waits in io_uring_enter(2), so in a multi-threaded io_uring program every other thread stops
-# for good (even SIGTERM is never handled; see axboe/liburing#657). The script first runs a
-# 20-line probe (one thread waits for a CQE, the other submits it) under valgrind. When the
-# probe hangs it says so and, unless MEMCHECK_TOOL=valgrind, runs the same check with
-# LeakSanitizer instead (the server built with -DUCP_SANITIZE=address in build/asan).
+#   epoll     bin/proactor_test under the seed's valgrind command
+#             (valgrind --leak-check=full --show-leak-kinds=all)
+#   io_uring  the same under valgrind when valgrind can run an io_uring program; valgrind 3.19
+#             (Debian 12) cannot: it keeps its global thread lock while a thread waits in
+#             io_uring_enter(2), so in a multi-threaded io_uring program every other thread
+#             stops for good (axboe/liburing#657). A 20-line probe (one thread waits for a CQE,
+#             the other submits it) tells; when it hangs, the io_uring run uses LeakSanitizer
+#             (the server built with -DUCP_SANITIZE=address in build/asan) instead.
 #
-# Environment: MEMCHECK_TOOL=auto|valgrind|lsan (default auto), BIN_DIR (default bin),
-# CONFIG (default config/ucp.conf), KEEP=1 keeps the work directory.
+# Each run fails unless it reports 0 bytes definitely and indirectly lost and no error, the
+# server exits cleanly and every test_client case passes; both are reported, and the script
+# fails if either does.
+#
+# Environment: MEMCHECK_TOOL=auto|valgrind|lsan (default auto: both runs as above; valgrind:
+# valgrind only, the io_uring run too if the probe passes; lsan: LeakSanitizer on io_uring
+# only), BIN_DIR (default bin), CONFIG (default config/ucp.conf), KEEP=1 keeps the work
+# directory.
 # Exit status: 0 clean, 1 leaks, errors or a failed case, 2 the check could not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -121,47 +128,55 @@ exercise_and_stop() {
   SERVER_PID=""
 }
 
-verdict() {  # $1 = tool name, $2 = what a pass means; the rest are failure reasons
-  local tool=$1 meaning=$2
+RESULTS=()
+FAILED=0
+
+# Records one run's outcome: $1 = what ran, $2 = its figures; the rest are failure reasons.
+record() {
+  local what=$1 figures=$2
   shift 2
   if [ $# -eq 0 ]; then
-    say "PASS ($tool: $meaning, clean exit, all test_client cases passed)"
-    exit 0
+    RESULTS+=("PASS  $what: $figures, clean exit, all test_client cases passed")
+    return
   fi
-  for reason in "$@"; do say "FAIL ($tool): $reason"; done
-  say "server output: $WORK/server.out"
+  FAILED=1
   KEEP=1
-  exit 1
+  local reason
+  for reason in "$@"; do RESULTS+=("FAIL  $what: $reason"); done
 }
 
+# The seed's valgrind command around bin/proactor_test on backend $1.
 run_valgrind() {
-  say "valgrind $(valgrind --version | sed 's/valgrind-//') --leak-check=full"
-  start_server valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
-    --error-exitcode=99 --log-file="$WORK/valgrind.log" "$BIN_DIR/proactor_test"
+  local backend=$1 log="$WORK/valgrind-$1.log"
+  say "valgrind $(valgrind --version | sed 's/valgrind-//') --leak-check=full --show-leak-kinds=all, $backend backend"
+  start_server valgrind --leak-check=full --show-leak-kinds=all --log-file="$log" \
+    "$BIN_DIR/proactor_test" --set event_loop.backend="$backend"
   exercise_and_stop
   local definite indirect errors reasons=()
-  definite=$(sed -n 's/.*definitely lost: \([0-9,]*\) bytes.*/\1/p' "$WORK/valgrind.log" | tr -d , | tail -1)
-  indirect=$(sed -n 's/.*indirectly lost: \([0-9,]*\) bytes.*/\1/p' "$WORK/valgrind.log" | tr -d , | tail -1)
-  errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9,]*\) errors.*/\1/p' "$WORK/valgrind.log" | tr -d , | tail -1)
-  if grep -q 'All heap blocks were freed' "$WORK/valgrind.log"; then definite=0; indirect=0; fi
-  say "valgrind: definitely lost ${definite:-?} B, indirectly lost ${indirect:-?} B, ${errors:-?} errors"
+  definite=$(sed -n 's/.*definitely lost: \([0-9,]*\) bytes.*/\1/p' "$log" | tr -d , | tail -1)
+  indirect=$(sed -n 's/.*indirectly lost: \([0-9,]*\) bytes.*/\1/p' "$log" | tr -d , | tail -1)
+  errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9,]*\) errors.*/\1/p' "$log" | tr -d , | tail -1)
+  if grep -q 'All heap blocks were freed' "$log"; then definite=0; indirect=0; fi
   [ "${definite:-x}" = 0 ] || reasons+=("definitely lost: ${definite:-no summary} bytes")
   [ "${indirect:-x}" = 0 ] || reasons+=("indirectly lost: ${indirect:-no summary} bytes")
   [ "${errors:-x}" = 0 ] || reasons+=("valgrind errors: ${errors:-no summary}")
   [ "$SERVER_STATUS" = 0 ] || reasons+=("server exit status $SERVER_STATUS")
   [ "$CLIENT_STATUS" = 0 ] || reasons+=("test_client exit status $CLIENT_STATUS")
-  [ ${#reasons[@]} -eq 0 ] || cp "$WORK/valgrind.log" "$WORK/valgrind.kept.log"
-  [ ${#reasons[@]} -eq 0 ] || grep -A12 'definitely lost in\|indirectly lost in\|Invalid\|uninitialised' "$WORK/valgrind.log" | head -60 || true
-  verdict valgrind "0 bytes definitely and indirectly lost, 0 errors" "${reasons[@]+"${reasons[@]}"}"
+  if [ ${#reasons[@]} -ne 0 ]; then
+    grep -A12 'definitely lost in\|indirectly lost in\|Invalid\|uninitialised' "$log" | head -60 || true
+  fi
+  record "valgrind ($backend)" \
+    "definitely lost ${definite:-?} B, indirectly lost ${indirect:-?} B, ${errors:-?} errors ($(grep -o 'total heap usage: .*' "$log" | head -1))" \
+    "${reasons[@]+"${reasons[@]}"}"
 }
 
 run_lsan() {
-  say "building the AddressSanitizer server (build/asan) for LeakSanitizer"
+  say "building the AddressSanitizer server (build/asan) for LeakSanitizer, io_uring backend"
   cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUCP_SANITIZE=address \
     -DUCP_WERROR=${WERROR:-ON} >/dev/null
   cmake --build build/asan -j "$(nproc)" --target proactor_test >/dev/null
   export ASAN_OPTIONS=detect_leaks=1:exitcode=23 LSAN_OPTIONS=report_objects=0
-  start_server build/asan/bin/proactor_test
+  start_server build/asan/bin/proactor_test --set event_loop.backend=io_uring
   exercise_and_stop
   local reasons=()
   if grep -q 'ERROR: LeakSanitizer' "$WORK/server.out"; then
@@ -173,30 +188,53 @@ run_lsan() {
   fi
   [ "$SERVER_STATUS" = 0 ] || reasons+=("server exit status $SERVER_STATUS")
   [ "$CLIENT_STATUS" = 0 ] || reasons+=("test_client exit status $CLIENT_STATUS")
-  [ ${#reasons[@]} -ne 0 ] || say "LeakSanitizer: no leak reported, no sanitizer error"
-  verdict LeakSanitizer "no leak and no ASan/UBSan error reported" "${reasons[@]+"${reasons[@]}"}"
+  cp "$WORK/server.out" "$WORK/lsan-io_uring.out"
+  record "LeakSanitizer (io_uring)" "no leak and no ASan/UBSan error reported" \
+    "${reasons[@]+"${reasons[@]}"}"
 }
 
-case "$TOOL" in
-  lsan) run_lsan ;;
-  valgrind | auto)
-    command -v valgrind >/dev/null || { say "valgrind is not installed (scripts/install-deps.sh memcheck)"; exit 2; }
-    probe=$(probe_valgrind)
-    if [ "$probe" = 0 ]; then
-      run_valgrind
-    fi
-    if [ "$probe" = 2 ]; then
-      say "cannot build the io_uring probe (cc, liburing-dev): $(head -1 "$WORK/probe.err")"
-      say "trying valgrind anyway"
-      run_valgrind
-    fi
+need_valgrind() {
+  command -v valgrind >/dev/null || { say "valgrind is not installed (scripts/install-deps.sh memcheck)"; exit 2; }
+}
+
+# The io_uring run: valgrind when it can run io_uring programs, else LeakSanitizer (unless
+# only valgrind was asked for).
+run_io_uring() {
+  local probe
+  probe=$(probe_valgrind)
+  if [ "$probe" = 0 ]; then
+    run_valgrind io_uring
+    return
+  fi
+  if [ "$probe" = 2 ]; then
+    say "cannot build the io_uring probe (cc, liburing-dev): $(head -1 "$WORK/probe.err")"
+  else
     say "valgrind $(valgrind --version | sed 's/valgrind-//') cannot run a multi-threaded io_uring program:"
     say "  it holds its global lock while a thread waits in io_uring_enter(2), so every other"
     say "  thread stops and the process hangs (the probe did; see axboe/liburing#657)."
-    say "  A valgrind whose io_uring_enter wrapper may block is needed for this check."
-    if [ "$TOOL" = valgrind ]; then exit 2; fi
-    say "falling back to LeakSanitizer (MEMCHECK_TOOL=valgrind disables the fallback)"
-    run_lsan
+  fi
+  if [ "$TOOL" = valgrind ]; then
+    RESULTS+=("SKIP  valgrind (io_uring): valgrind cannot run io_uring programs here")
+    return
+  fi
+  say "the io_uring backend is checked with LeakSanitizer instead"
+  run_lsan
+}
+
+case "$TOOL" in
+  auto | valgrind)
+    need_valgrind
+    run_valgrind epoll
+    run_io_uring
     ;;
+  lsan) run_lsan ;;
   *) say "MEMCHECK_TOOL must be auto, valgrind or lsan"; exit 2 ;;
 esac
+
+say "summary:"
+for line in "${RESULTS[@]}"; do say "  $line"; done
+if [ "$FAILED" != 0 ]; then
+  say "FAIL (server logs and reports in $WORK)"
+  exit 1
+fi
+say "PASS"

@@ -41,6 +41,7 @@ void render_metrics(const http::HttpServer& server, std::string& out) {
   constexpr const char* kClasses[] = {"class=\"2xx\"", "class=\"3xx\"", "class=\"4xx\"",
                                       "class=\"5xx\""};
   for (size_t w = 0; w < workers.size(); ++w) {
+    sample(out, "ucp_http_requests_total", w, "class=\"1xx\"", workers[w].informational);
     for (size_t c = 0; c < 4; ++c) {
       sample(out, "ucp_http_requests_total", w, kClasses[c], workers[w].responses[c]);
     }

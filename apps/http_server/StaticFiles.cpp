@@ -18,6 +18,7 @@
 #include "ucp/http/HttpDate.h"
 #include "ucp/http/Url.h"
 #include "ucp/io/Timer.h"
+#include "ucp/log/Logger.h"
 
 namespace ucp::app {
 namespace {
@@ -48,6 +49,56 @@ void answer_status(Response& response, int status, std::string_view text) {
   response.set_status(status);
   response.set_content_type("text/plain");
   response.set_body(text);
+}
+
+/// A file that could not be opened or examined. The client's doing (a missing file, a path
+/// or a file it may not have) is 404 or 403; anything else is the server's: 503 when it ran
+/// out of descriptors or memory (it passes), 500 otherwise, and logged (once a second per
+/// worker at most, with a count) so that 5xx alerting and the log both see it.
+void answer_failure(Response& response, int error, std::string_view path) {
+  switch (error) {
+    case ENOENT:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+      answer_status(response, 404, "Not Found\n");
+      return;
+    case EACCES:
+    case EPERM:
+    case ELOOP:   // a symlink loop, or a magic link (RESOLVE_NO_MAGICLINKS)
+    case EXDEV:   // a path or symlink out of the root (RESOLVE_BENEATH)
+    case ENXIO:   // a socket
+    case ENODEV:  // a device without a driver
+      answer_status(response, 403, "Forbidden\n");
+      return;
+    default:
+      break;
+  }
+  const bool exhausted = error == EMFILE || error == ENFILE || error == ENOMEM;
+  if (exhausted) {
+    answer_status(response, 503, "Service Unavailable\n");
+  } else {
+    answer_status(response, 500, "Internal Server Error\n");
+  }
+  thread_local std::chrono::steady_clock::time_point last_warning{};
+  thread_local uint64_t unreported = 0;
+  ++unreported;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_warning < std::chrono::seconds(1)) return;
+  last_warning = now;
+  LOG_WARN("static files: {} on {}: {}{} ({} such failures since the last line)",
+           exhausted ? "out of descriptors or memory" : "cannot open or examine a file",
+           std::string(path), std::strerror(error),
+           error == EMFILE || error == ENFILE ? " (raise the descriptor limit: ulimit -n)" : "",
+           unreported);
+  unreported = 0;
+}
+
+/// The same file, unchanged since `a` was taken: same inode, size, modification and change
+/// times (a chmod or a rename over it changes the change time).
+bool same_file(const struct stat& a, const struct stat& b) noexcept {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
+         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
+         a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
 }
 
 /// "<mtime>-<size>" in hex, quoted: changes whenever the file is replaced or rewritten
@@ -113,7 +164,8 @@ RangeKind parse_range(std::string_view value, uint64_t size, uint64_t& first, ui
   if (from.empty()) {  // the last `suffix` bytes
     uint64_t suffix = 0;
     if (!parse_number(to, suffix)) return RangeKind::kIgnore;
-    if (suffix == 0 || size == 0) return RangeKind::kUnsatisfiable;
+    if (suffix == 0) return RangeKind::kUnsatisfiable;
+    if (size == 0) return RangeKind::kIgnore;  // satisfiable, but no byte to name: the whole
     first = suffix >= size ? 0 : size - suffix;
     last = size - 1;
     return RangeKind::kSatisfiable;
@@ -134,6 +186,7 @@ RangeKind parse_range(std::string_view value, uint64_t size, uint64_t& first, ui
 struct FileInfo {
   struct stat st {};
   std::string name;           // the file served (a directory's index), for its type
+  std::string opened;         // its path relative to the root, as opened
   std::string tag;            // ETag
   std::string last_modified;  // Last-Modified
   std::string content;        // a small file's bytes (valid when has_content)
@@ -197,62 +250,74 @@ void serve_file(Request& request, Response& response, UniqueFd fd, const FileInf
   set_body(response, info, std::move(fd), 0, size);
 }
 
-/// Files served in the last second, per worker thread. A hit skips openat2 + fstat (a path
-/// walk and an inode lookup) and the date and tag formatting; a small file's hit also skips
-/// the read: its bytes are kept (at most kContentBytes each, kMaxEntries entries, so at most
-/// 4 MiB per thread) and copied into the response. A larger file's entry keeps a descriptor
-/// and each response gets a duplicate it closes when sent, so an entry can be dropped at any
-/// time. A file replaced or changed on disk is seen at most kValid later, as with nginx's
-/// open_file_cache; what a cached small file answers (bytes and validators) is always one
-/// consistent snapshot.
+/// Files served in the last second, per worker thread. It holds no descriptor: a descriptor
+/// kept for later would pin a deleted file's disk space and count against the process's
+/// limit while the server is idle (a crawl of many large files once left a worker thread with
+/// 256 of them). What it keeps is a file's validators (its stat, ETag and Last-Modified
+/// formatted once) and, for a file up to kContentBytes, its bytes (at most kMaxEntries
+/// entries, so at most 4 MiB per thread), copied into the response on a hit.
+///
+/// A hit is checked against the file system first, so a change is seen by the next request:
+/// a small file's entry by one fstatat() of its path (instead of openat2 + fstat + read), a
+/// larger file's against the fstat of the descriptor the request opens anyway. A file's
+/// change time moves with every write, chmod or rename over it; on file systems with coarse
+/// timestamps two writes within one clock tick that keep the size could look alike (Linux
+/// 6.13+ gives a file whose times were just read fine-grained ones for its next change).
+/// Entries are dropped after kValid, at the latest when the cache is next used.
 class FileCache {
  public:
   static constexpr size_t kMaxEntries = 256;
   static constexpr size_t kContentBytes = 16 * 1024;
   static constexpr auto kValid = std::chrono::milliseconds(1000);
 
-  /// A fresh entry for `path` (a normalized URL path) of `owner`; `fd` gets a duplicate of
-  /// its descriptor unless the entry has the file's bytes.
-  const FileInfo* find(const StaticFiles* owner, const std::string& path, UniqueFd& fd) {
+  /// The entry for `path` (a normalized URL path) of `owner`, if it is fresh; the caller
+  /// still checks that the file is unchanged.
+  const FileInfo* find(const StaticFiles* owner, const std::string& path) {
     if (owner != owner_) return nullptr;
+    const auto now = Clock::now();
+    expire(now);
     const auto it = entries_.find(path);
     if (it == entries_.end()) return nullptr;
-    if (Clock::now() - it->second.opened > kValid) {
+    if (now - it->second.filled > kValid) {
       entries_.erase(it);
       return nullptr;
-    }
-    if (!it->second.info.has_content) {
-      fd = UniqueFd(::fcntl(it->second.fd.get(), F_DUPFD_CLOEXEC, 0));
-      if (!fd) return nullptr;
     }
     return &it->second.info;
   }
 
   /// Keeps `info` for `path`: with the bytes of a small regular file (read here, from the
-  /// open `fd`), else with a duplicate of `fd`. Returns the entry, or nullptr when the file
-  /// could not be kept (the caller then serves `fd` itself).
+  /// open `fd`, and kept only if the file did not change meanwhile). Returns the entry, or
+  /// nullptr when it could not be kept (the caller then serves `fd` itself).
   const FileInfo* store(const StaticFiles* owner, const std::string& path, int fd, FileInfo info) {
     if (owner != owner_ || entries_.size() >= kMaxEntries) {
       entries_.clear();  // another server's, or full: start over (hits refill it)
       owner_ = owner;
     }
-    Entry entry{UniqueFd(), std::move(info), Clock::now()};
+    Entry entry{std::move(info), Clock::now()};
     const auto size = static_cast<size_t>(entry.info.st.st_size);
-    if (size <= kContentBytes && read_whole(fd, size, entry.info.content)) {
+    if (size <= kContentBytes) {
+      struct stat after {};
+      if (!read_whole(fd, size, entry.info.content) || ::fstat(fd, &after) != 0 ||
+          !same_file(after, entry.info.st)) {
+        return nullptr;  // changing while read: served from its descriptor this time
+      }
       entry.info.has_content = true;
-    } else {
-      entry.fd = UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-      if (!entry.fd) return nullptr;
     }
     return &entries_.insert_or_assign(path, std::move(entry)).first->second.info;
   }
 
  private:
   struct Entry {
-    UniqueFd fd;  // a large file's descriptor
     FileInfo info;
-    Clock::time_point opened;
+    Clock::time_point filled;
   };
+
+  /// Drops every entry older than kValid, at most once per kValid.
+  void expire(Clock::time_point now) {
+    if (now - last_expiry_ < kValid) return;
+    last_expiry_ = now;
+    std::erase_if(entries_, [now](const auto& item) { return now - item.second.filled > kValid; });
+  }
 
   /// Exactly `size` bytes from offset 0 (a file that shrank or grew meanwhile: false, and it
   /// is served from its descriptor instead).
@@ -276,6 +341,7 @@ class FileCache {
 
   const StaticFiles* owner_ = nullptr;
   std::unordered_map<std::string, Entry> entries_;
+  Clock::time_point last_expiry_{};
 };
 
 FileCache& file_cache() {
@@ -338,35 +404,40 @@ void StaticFiles::answer(Request& request, Response& response) const {
     return;
   }
   FileCache& cache = file_cache();
-  {
-    UniqueFd cached;
-    if (const FileInfo* info = cache.find(this, path, cached)) {
-      serve_file(request, response, std::move(cached), *info);
+  const FileInfo* cached = cache.find(this, path);
+  if (cached != nullptr && cached->has_content) {
+    struct stat now {};
+    if (::fstatat(root_.get(), cached->opened.c_str(), &now, 0) == 0 &&
+        same_file(now, cached->st)) {
+      serve_file(request, response, UniqueFd(), *cached);
       return;
     }
+    cached = nullptr;  // changed or gone: opened anew below, and the entry replaced
   }
   std::string relative = path == "/" ? std::string(".") : path.substr(1);
   UniqueFd fd = open_beneath(relative, O_RDONLY | O_NONBLOCK);
   if (!fd) {
-    const int error = errno;
-    if (error == ENOENT || error == ENOTDIR || error == ENAMETOOLONG) {
-      answer_status(response, 404, "Not Found\n");
-    } else {
-      answer_status(response, 403, "Forbidden\n");  // EXDEV (escape), ELOOP, EACCES...
-    }
+    answer_failure(response, errno, path);
     return;
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
-    answer_status(response, 403, "Forbidden\n");
+    answer_failure(response, errno, path);
     return;
   }
   std::string_view name = path;
   std::string index_path;
   if (S_ISDIR(st.st_mode)) {
     if (path.back() != '/') {
-      std::string location = std::string(request.path()) + "/";
-      if (!request.query().empty()) location.append("?").append(request.query());
+      // To the normalized path, encoded: the request's own bytes ("//host/..", "/\host/..")
+      // would send a browser to another host.
+      std::string location;
+      http::append_encoded_path(location, path);
+      location += '/';
+      if (!request.query().empty()) {
+        location += '?';
+        http::append_encoded_query(location, request.query());
+      }
       response.set_status(301);
       response.add_header("Location", location);
       response.set_content_type("text/plain");
@@ -375,18 +446,28 @@ void StaticFiles::answer(Request& request, Response& response) const {
     }
     index_path = (relative == "." ? std::string() : relative) + index_;
     fd = open_beneath(index_path, O_RDONLY | O_NONBLOCK);
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
+      answer_failure(response, errno, path);  // no index: 404
+      return;
+    }
+    if (!S_ISREG(st.st_mode)) {
       answer_status(response, 404, "Not Found\n");
       return;
     }
     name = index_path;
+    relative = index_path;
   } else if (!S_ISREG(st.st_mode)) {
     answer_status(response, 403, "Forbidden\n");  // devices, FIFOs, sockets
+    return;
+  }
+  if (cached != nullptr && same_file(st, cached->st) && cached->opened == relative) {
+    serve_file(request, response, std::move(fd), *cached);  // validators formatted already
     return;
   }
   FileInfo info;
   info.st = st;
   info.name = name;
+  info.opened = relative;
   fill_validators(info);
   if (const FileInfo* kept = cache.store(this, path, fd.get(), info)) {
     if (kept->has_content) fd.reset();

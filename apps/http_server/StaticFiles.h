@@ -5,17 +5,19 @@
 //   the root is 403. Files are opened relative to the root with openat2(RESOLVE_BENEATH),
 //   so no symlink (absolute, or "..") leads out of it either: 403.
 // - A directory serves its index file (404 without one); a directory path without its
-//   trailing slash is redirected (301) to the path with it.
+//   trailing slash is redirected (301) to the normalized path with it, percent-encoded: a
+//   Location is never made of the request's bytes.
 // - Content-Type by extension (unknown: application/octet-stream), Last-Modified, ETag,
 //   Accept-Ranges. If-None-Match matching the ETag, or (without If-None-Match)
 //   If-Modified-Since not older than the file: 304. One byte range (Range, honouring
 //   If-Range): 206, or 416 with "Content-Range: bytes */SIZE"; several ranges are answered
 //   with the whole file (200), which RFC 9110 allows.
-// - Files served in the last second are kept per worker thread: one up to 16 KiB with its
-//   bytes (a hit is a copy into the response, no system call), a larger one open (a hit
-//   costs a dup() instead of a path walk; the server reads the file through the ring in
-//   bounded pieces or sends it from the page cache). A change on disk is seen within that
-//   second; a small file's bytes and validators are always one snapshot.
+// - A file that cannot be opened: 404 or 403 when the request is at fault, 503 when the
+//   process is out of descriptors or memory, 500 otherwise (those two logged).
+// - Files served in the last second are kept per worker thread, without a descriptor: one
+//   up to 16 KiB with its bytes (a hit is one fstatat() and a copy into the response), a
+//   larger one with its validators. Every hit checks the file first: a change on disk is
+//   seen by the next request, and a small file's bytes and validators are one snapshot.
 //
 // Thread contract: built once on the main thread; handle() runs on any worker thread.
 

@@ -57,6 +57,7 @@ class HttpService final : public TcpService {
     uint64_t answered = 0;
     for (const http::WorkerStats& worker : http_.stats()) {
       for (uint64_t count : worker.responses) answered += count;
+      answered += worker.informational;
     }
     return answered;
   }

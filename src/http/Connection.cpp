@@ -617,6 +617,7 @@ Task<Result<void>> Connection::send_file_direct(int fd, uint64_t offset, uint64_
   while (length > 0) {
     io::SendFileOp op(tcp_.loop(), tcp_.fd(), fd, offset, length);
     Result<uint64_t> sent = window.count() > 0 ? co_await with_timeout(op, window) : co_await op;
+    tcp_.count_sent_around(op.sent());  // the connection's and the server's byte counters
     offset += op.sent();
     length -= op.sent();
     if (sent) {

@@ -79,6 +79,7 @@ std::vector<WorkerStats> HttpServer::stats() const {
     s.connections_open = slot.connections_open.load(relaxed);
     s.connections_accepted = slot.connections_accepted.load(relaxed);
     for (size_t c = 0; c < 4; ++c) s.responses[c] = slot.responses[c].load(relaxed);
+    s.informational = slot.informational.load(relaxed);
     s.bytes_received = slot.bytes_received.load(relaxed);
     s.bytes_sent = slot.bytes_sent.load(relaxed);
   }

@@ -109,15 +109,22 @@ const llhttp_settings_t RequestParser::kSettings = [] {
   settings.on_header_value_complete = &on_header_value_complete;
   settings.on_headers_complete = &on_headers_complete;
   settings.on_body = &on_body;
-  settings.on_chunk_extension_name = &on_chunk_extension;
-  settings.on_chunk_extension_value = &on_chunk_extension;
+  settings.on_chunk_complete = &on_chunk_complete;
   settings.on_message_complete = &on_message_complete;
   return settings;
 }();
 
 RequestParser::RequestParser(const ParserLimits& limits) noexcept : limits_(limits) {
+  init_llhttp();
+}
+
+void RequestParser::init_llhttp() noexcept {
   llhttp_init(&parser_, HTTP_REQUEST, &kSettings);
   parser_.data = this;
+  // Any single-digit version gets through llhttp; check_head() answers it (RFC 9110 §2.5:
+  // HTTP/1.2 is processed as HTTP/1.1; other majors 505). llhttp 8.1 has the flag but no
+  // setter for it.
+  parser_.lenient_flags |= LENIENT_VERSION;
 }
 
 int RequestParser::fail(int status, const char* reason) noexcept {
@@ -134,17 +141,35 @@ RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
     ++serial_;
     input_begin_ = input.data();
     input_end_ = input.data() + input.size();
-    body_cursor_ = in_body() ? input.data() : nullptr;
+    if (fold_scan_ != FoldScan::kOff && !scan_for_fold(input_begin_)) return Event::kError;
+    if (open_ == Token::kUrl && url_at_end_ && (input.front() == '\r' || input.front() == '\n')) {
+      fail(400, "request line without HTTP/1.x version");  // HTTP/0.9: below, across inputs
+      return Event::kError;
+    }
+    if (chunk_line_.active()) {
+      if (!read_chunk_line(input)) return Event::kError;
+      continue;
+    }
     const llhttp_errno_t error = llhttp_execute(&parser_, input.data(), input.size());
     if (error == HPE_OK) {
-      if (body_cursor_ != nullptr) {
-        framing_bytes_ += static_cast<uint64_t>(input.data() + input.size() - body_cursor_);
+      // The target's last piece ended at a CR or LF: an HTTP/0.9 request line, which llhttp
+      // would answer only after a header block that never comes.
+      if (open_ == Token::kUrl && url_serial_ == serial_ && url_end_ < input_end_ &&
+          (*url_end_ == '\r' || *url_end_ == '\n')) {
+        fail(400, "request line without HTTP/1.x version");
+        return Event::kError;
       }
       input = {};
-      if (!check_framing()) return Event::kError;
       return Event::kNeedMore;
     }
     const char* position = llhttp_get_error_pos(&parser_);
+    if (error == HPE_PAUSED && chunk_line_next_) {  // a chunk-size line is next: ours to read
+      chunk_line_next_ = false;
+      llhttp_resume(&parser_);
+      input.remove_prefix(static_cast<size_t>(position - input.data()));
+      chunk_line_.start();
+      continue;
+    }
     if (error == HPE_PAUSED) {  // on_message_complete: one whole request
       llhttp_resume(&parser_);
       input.remove_prefix(static_cast<size_t>(position - input.data()));
@@ -159,11 +184,7 @@ RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
     }
     if (error_status_ == 0) {
       const char* reason = llhttp_get_error_reason(&parser_);
-      if (error == HPE_INVALID_VERSION && parser_.http_major >= 2) {
-        fail(505, "HTTP version not supported");
-      } else {
-        fail(400, reason != nullptr ? reason : llhttp_errno_name(error));
-      }
+      fail(400, reason != nullptr ? reason : llhttp_errno_name(error));
     }
     return Event::kError;
   }
@@ -171,9 +192,76 @@ RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
 }
 
 void RequestParser::rewind() noexcept {
-  llhttp_init(&parser_, HTTP_REQUEST, &kSettings);
-  parser_.data = this;
+  init_llhttp();
+  fold_scan_ = FoldScan::kOff;
+  chunk_line_ = ChunkLine();
+  chunk_line_next_ = false;
   next();
+}
+
+bool RequestParser::scan_for_fold(const char* from) noexcept {
+  for (const char* p = from; p < input_end_ && fold_scan_ != FoldScan::kOff; ++p) {
+    const char c = *p;
+    switch (fold_scan_) {
+      case FoldScan::kColon:  // llhttp strict: the name ends at the colon
+        fold_scan_ = c == ':' ? FoldScan::kWhitespace : FoldScan::kOff;
+        break;
+      case FoldScan::kWhitespace:  // OWS, and the CR of an empty value's line end
+        if (c == '\n') {
+          fold_scan_ = FoldScan::kLineStart;
+        } else if (c != ' ' && c != '\t' && c != '\r') {
+          fold_scan_ = FoldScan::kOff;  // the value begins
+        }
+        break;
+      case FoldScan::kLineStart:  // the next field, or the end of the head
+        if (c == ' ' || c == '\t') {
+          fold_scan_ = FoldScan::kOff;
+          fail(400, "obsolete line folding");
+          return false;
+        }
+        fold_scan_ = FoldScan::kOff;
+        break;
+      case FoldScan::kOff:
+        break;
+    }
+  }
+  return true;
+}
+
+bool RequestParser::read_chunk_line(std::string_view& input) noexcept {
+  const size_t before = input.size();
+  const ChunkLine::Result result = chunk_line_.read(input);
+  framing_bytes_ += before - input.size();
+  if (result == ChunkLine::Result::kInvalid) {
+    fail(400, chunk_line_.reason());
+    return false;
+  }
+  if (extension_bytes_ + chunk_line_.extension_bytes() > kMaxChunkExtensionBytes) {
+    fail(400, "chunk extensions too long");
+    return false;
+  }
+  if (!check_framing()) return false;
+  if (result == ChunkLine::Result::kMore) return true;
+  extension_bytes_ += chunk_line_.extension_bytes();
+  // llhttp reads the size alone, in hex, and then the chunk's data and CRLF from the input.
+  char line[20];
+  size_t length = 0;
+  uint64_t size = chunk_line_.size();
+  do {
+    line[length++] = "0123456789abcdef"[size & 0xF];
+    size >>= 4;
+  } while (size != 0);
+  std::reverse(line, line + length);
+  line[length++] = '\r';
+  line[length++] = '\n';
+  last_chunk_ = chunk_line_.size() == 0;
+  const llhttp_errno_t error = llhttp_execute(&parser_, line, length);
+  if (error != HPE_OK) {
+    const char* reason = llhttp_get_error_reason(&parser_);
+    fail(400, reason != nullptr ? reason : llhttp_errno_name(error));
+    return false;
+  }
+  return true;
 }
 
 void RequestParser::next() noexcept {
@@ -285,6 +373,8 @@ int RequestParser::on_message_begin(llhttp_t* parser) noexcept {
   p.open_ = Token::kNone;
   p.line_bytes_ = p.header_bytes_ = p.trailer_bytes_ = p.extension_bytes_ = 0;
   p.body_bytes_ = p.framing_bytes_ = 0;
+  p.fold_scan_ = FoldScan::kOff;
+  p.last_chunk_ = false;
   p.host_count_ = p.transfer_encoding_count_ = 0;
   p.transfer_encoding_chunked_ = p.connection_close_ = p.connection_keep_alive_ = false;
   p.expect_continue_ = p.expect_other_ = false;
@@ -304,13 +394,23 @@ int RequestParser::on_url(llhttp_t* parser, const char* at, size_t length) noexc
   if (p.line_bytes_ > p.limits_.max_request_line_bytes) return p.fail(414, "request line too long");
   const bool extend = p.open_ == Token::kUrl;
   p.open_ = Token::kUrl;
+  p.url_end_ = at + length;
+  p.url_serial_ = p.serial_;
+  p.url_at_end_ = p.url_end_ == p.input_end_;
   if (!p.append(p.request_.target_, {at, length}, extend))
     return p.fail(503, "cannot keep the request's bytes");
   return 0;
 }
 
 int RequestParser::on_url_complete(llhttp_t* parser) noexcept {
-  self(parser).open_ = Token::kNone;
+  RequestParser& p = self(parser);
+  p.open_ = Token::kNone;
+  // llhttp ends an HTTP/0.9 request line (no version) by making the version 0.9 just before
+  // this callback; it would go on to read a header block. (A version that follows the target
+  // is read only after this callback, so 0.9 here is never a previous request's.)
+  if (parser->http_major == 0 && parser->http_minor == 9) {
+    return p.fail(400, "request line without HTTP/1.x version");
+  }
   return 0;
 }
 
@@ -330,14 +430,19 @@ int RequestParser::on_header_field(llhttp_t* parser, const char* at, size_t leng
   budget += static_cast<uint32_t>(std::min<size_t>(length, UINT32_MAX / 2));
   if (budget > p.limits_.max_header_bytes) return p.fail(431, "header fields too large");
   p.open_ = Token::kField;
+  p.name_end_ = at + length;
+  p.name_serial_ = p.serial_;
   if (!p.append(p.current_field().name, {at, length}, extend))
     return p.fail(503, "cannot keep the request's bytes");
   return 0;
 }
 
 int RequestParser::on_header_field_complete(llhttp_t* parser) noexcept {
-  self(parser).open_ = Token::kNone;
-  return 0;
+  RequestParser& p = self(parser);
+  p.open_ = Token::kNone;
+  if (p.current_field().name.empty()) return p.fail(400, "empty field name");  // RFC 9112 §5.1
+  p.fold_scan_ = FoldScan::kColon;
+  return p.scan_for_fold(p.name_serial_ == p.serial_ ? p.name_end_ : p.input_begin_) ? 0 : -1;
 }
 
 int RequestParser::on_header_value(llhttp_t* parser, const char* at, size_t length) noexcept {
@@ -413,6 +518,10 @@ int RequestParser::on_headers_complete(llhttp_t* parser) noexcept {
   RequestParser& p = self(parser);
   if (const int refused = p.check_head(); refused != 0) return refused;
   p.head_complete_ = true;
+  if ((parser->flags & F_CHUNKED) != 0) {
+    p.chunk_line_next_ = true;  // feed() reads the first chunk-size line
+    return HPE_PAUSED;
+  }
   return 0;
 }
 
@@ -423,7 +532,7 @@ int RequestParser::check_head() noexcept {
     return ll.http_major == 0 ? fail(400, "request line without HTTP/1.x version")
                               : fail(505, "HTTP version not supported");
   }
-  r.version_minor_ = ll.http_minor;
+  r.version_minor_ = std::min<uint8_t>(ll.http_minor, 1);  // 1.2..1.9: as 1.1 (RFC 9110 §2.5)
   r.method_name_ = llhttp_method_name(static_cast<llhttp_method_t>(ll.method));
   r.method_ = method_from_string(r.method_name_);
   if (r.method_ == Method::kConnect) return fail(501, "CONNECT is not supported");
@@ -481,11 +590,6 @@ int RequestParser::on_body(llhttp_t* parser, const char* at, size_t length) noex
   RequestParser& p = self(parser);
   p.body_bytes_ += length;
   if (p.body_bytes_ > p.limits_.max_body_bytes) return p.fail(413, "body above max_body_bytes");
-  if (p.body_cursor_ != nullptr && at >= p.body_cursor_) {
-    p.framing_bytes_ += static_cast<uint64_t>(at - p.body_cursor_);
-  }
-  p.body_cursor_ = at + length;
-  if (!p.check_framing()) return -1;
   const std::string_view piece(at, length);
   if (p.body_copied_) {
     p.body_copy_.append(piece);
@@ -511,11 +615,13 @@ bool RequestParser::check_framing() noexcept {
   return true;
 }
 
-int RequestParser::on_chunk_extension(llhttp_t* parser, const char*, size_t length) noexcept {
+int RequestParser::on_chunk_complete(llhttp_t* parser) noexcept {
   RequestParser& p = self(parser);
-  p.extension_bytes_ += static_cast<uint32_t>(std::min<size_t>(length, UINT32_MAX / 2));
-  if (p.extension_bytes_ > kMaxChunkExtensionBytes) return p.fail(400, "chunk extensions too long");
-  return 0;
+  if (p.last_chunk_) return 0;  // after the trailers: the message is complete
+  p.framing_bytes_ += 2;        // the CRLF after the chunk's data
+  if (!p.check_framing()) return -1;
+  p.chunk_line_next_ = true;
+  return HPE_PAUSED;
 }
 
 int RequestParser::on_message_complete(llhttp_t* parser) noexcept {

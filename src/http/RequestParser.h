@@ -1,8 +1,11 @@
 #pragma once
 // RequestParser: frames HTTP/1.1 requests out of a connection's byte stream with llhttp in
 // strict mode, and applies the checks RFC 9112 asks of a server that llhttp leaves to its
-// caller (exactly one Host, Transfer-Encoding exactly "chunked", no obs-fold, token-list
-// Connection, Expect, request-target forms) and the size limits (414, 431, 413).
+// caller (exactly one Host, Transfer-Encoding exactly "chunked", no obs-fold, no empty field
+// name, token-list Connection, Expect, request-target forms, HTTP/0.9 refused at the end of
+// its line, HTTP/1.x above 1.1 read as 1.1) and the size limits (414, 431, 413). Chunk-size
+// lines are read by ChunkLine, which knows the whole extension grammar; llhttp sees only
+// the sizes.
 //
 // No copies on the common path: a request's strings are views into the caller's input.
 // Only when the input is about to be released with a request unfinished (detach_input) are
@@ -28,6 +31,8 @@
 #include <llhttp.h>
 
 #include "ucp/http/Request.h"
+
+#include "ChunkLine.h"
 
 namespace ucp::http::detail {
 
@@ -105,10 +110,16 @@ class RequestParser {
   static int on_header_value_complete(llhttp_t* parser) noexcept;
   static int on_headers_complete(llhttp_t* parser) noexcept;
   static int on_body(llhttp_t* parser, const char* at, size_t length) noexcept;
-  static int on_chunk_extension(llhttp_t* parser, const char* at, size_t length) noexcept;
+  static int on_chunk_complete(llhttp_t* parser) noexcept;
   static int on_message_complete(llhttp_t* parser) noexcept;
 
+  void init_llhttp() noexcept;
   int fail(int status, const char* reason) noexcept;
+  /// Reads the bytes between a field's name and its value (from `from` to the end of the
+  /// input) for a fold after an empty value; false (and failed) when there is one.
+  bool scan_for_fold(const char* from) noexcept;
+  /// Reads the chunk-size line at the front of `input` and hands llhttp its size.
+  bool read_chunk_line(std::string_view& input) noexcept;
   bool append(std::string_view& span, std::string_view piece, bool extend) noexcept;
   bool reserve_tail(size_t more) noexcept;
   void note_header(const Header& header) noexcept;
@@ -130,14 +141,27 @@ class RequestParser {
   uint32_t serial_ = 0;
   const char* input_begin_ = nullptr;  // the input of the current feed()
   const char* input_end_ = nullptr;
+  // Where the last pieces of the target and of a field name ended, and in which feed().
+  const char* url_end_ = nullptr;
+  uint32_t url_serial_ = 0;
+  bool url_at_end_ = false;  // ...and it ended its input: the target may go on in the next
+  const char* name_end_ = nullptr;
+  uint32_t name_serial_ = 0;
+  // llhttp skips whitespace, CRLF and more whitespace after a field's colon without a
+  // callback, so a fold after an empty value reaches us as a plain value: the bytes between
+  // the name and the value are read here (they may span feeds).
+  enum class FoldScan : uint8_t { kOff, kColon, kWhitespace, kLineStart };
+  FoldScan fold_scan_ = FoldScan::kOff;
+  ChunkLine chunk_line_;
+  bool chunk_line_next_ = false;  // llhttp paused where a chunk-size line begins
+  bool last_chunk_ = false;       // the size-0 chunk was read: trailers follow
   // Sizes of the current request, against the limits.
   uint32_t line_bytes_ = 0;
   uint32_t header_bytes_ = 0;
   uint32_t trailer_bytes_ = 0;
-  uint32_t extension_bytes_ = 0;
+  uint32_t extension_bytes_ = 0;  // of the chunk-size lines read so far
   uint64_t body_bytes_ = 0;
-  uint64_t framing_bytes_ = 0;
-  const char* body_cursor_ = nullptr;  // end of the last body piece in this feed()
+  uint64_t framing_bytes_ = 0;  // chunk-size lines and the CRLFs after chunk data
   // What the head said.
   uint8_t host_count_ = 0;
   uint8_t transfer_encoding_count_ = 0;

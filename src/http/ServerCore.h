@@ -66,7 +66,8 @@ struct alignas(64) WorkerSlot {
   std::atomic<const EventLoop*> loop{nullptr};
   std::atomic<uint64_t> connections_open{0};
   std::atomic<uint64_t> connections_accepted{0};
-  std::atomic<uint64_t> responses[4] = {};
+  std::atomic<uint64_t> responses[4] = {};  // 2xx..5xx
+  std::atomic<uint64_t> informational{0};   // 101
   std::atomic<uint64_t> bytes_received{0};
   std::atomic<uint64_t> bytes_sent{0};
 
@@ -77,7 +78,11 @@ struct alignas(64) WorkerSlot {
     counter.store(counter.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
   }
   void count_response(int status) noexcept {
-    if (status >= 200 && status < 600) add(responses[status / 100 - 2], 1);
+    if (status >= 200 && status < 600) {
+      add(responses[status / 100 - 2], 1);
+    } else if (status >= 100 && status < 200) {
+      add(informational, 1);
+    }
   }
 };
 

@@ -12,7 +12,44 @@ int hex_value(char c) noexcept {
   return -1;
 }
 
+/// pchar without '%' (RFC 3986 §3.3): unreserved, sub-delims, ':' and '@'.
+bool is_path_char(char c) noexcept {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("-._~!$&'()*+,;=:@").find(c) != std::string_view::npos;
+}
+
+void append_escape(std::string& out, char c) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  const auto byte = static_cast<unsigned char>(c);
+  out.push_back('%');
+  out.push_back(kHex[byte >> 4]);
+  out.push_back(kHex[byte & 0xF]);
+}
+
 }  // namespace
+
+void append_encoded_path(std::string& out, std::string_view path) {
+  for (const char c : path) {
+    if (c == '/' || is_path_char(c)) {
+      out.push_back(c);
+    } else {
+      append_escape(out, c);
+    }
+  }
+}
+
+void append_encoded_query(std::string& out, std::string_view query) {
+  for (size_t i = 0; i < query.size(); ++i) {
+    const char c = query[i];
+    const bool escape = c == '%' && i + 2 < query.size() && hex_value(query[i + 1]) >= 0 &&
+                        hex_value(query[i + 2]) >= 0;
+    if (escape || c == '/' || c == '?' || is_path_char(c)) {
+      out.push_back(c);
+    } else {
+      append_escape(out, c);
+    }
+  }
+}
 
 bool percent_decode(std::string_view text, std::string& out) {
   out.clear();

@@ -21,6 +21,34 @@ std::string normalized(std::string_view path) {
   return normalize_path(path, out) ? out : "<escapes>";
 }
 
+std::string encoded_path(std::string_view path) {
+  std::string out;
+  append_encoded_path(out, path);
+  return out;
+}
+
+std::string encoded_query(std::string_view query) {
+  std::string out;
+  append_encoded_query(out, query);
+  return out;
+}
+
+// What the server writes into a Location: nothing a browser could read as another host or
+// another part of the URL, and decoding it gives the path back.
+TEST(Url, EncodesPathsAndQueriesForHeaders) {
+  EXPECT_EQ(encoded_path("/sub/"), "/sub/");
+  EXPECT_EQ(encoded_path("/a\\b/"), "/a%5Cb/");
+  EXPECT_EQ(encoded_path("/sp ace/%/?#"), "/sp%20ace/%25/%3F%23");
+  EXPECT_EQ(encoded_path("/\x01\x7f\xc3\xa9\"<>"), "/%01%7F%C3%A9%22%3C%3E");
+  EXPECT_EQ(encoded_path("/-._~!$&'()*+,;=:@"), "/-._~!$&'()*+,;=:@");
+  std::string all;
+  for (int c = 1; c < 256; ++c) all.push_back(static_cast<char>(c));
+  EXPECT_EQ(decoded(encoded_path(all)), all);
+  EXPECT_EQ(encoded_query("a=1&b=%2F/?"), "a=1&b=%2F/?");
+  EXPECT_EQ(encoded_query("x=\\y&z=%zz&w=%4"), "x=%5Cy&z=%25zz&w=%254");
+  EXPECT_EQ(encoded_query("\xff#"), "%FF%23");
+}
+
 TEST(Url, DecodesPercentEscapesOnce) {
   EXPECT_EQ(decoded("/a%20b"), "/a b");
   EXPECT_EQ(decoded("%2e%2E/%2f"),

@@ -21,53 +21,71 @@ EventLoopThreadPool::~EventLoopThreadPool() {
 
 Result<void, Error> EventLoopThreadPool::start(std::string* warnings) {
   loops_.resize(thread_count_);
-  for (size_t i = 0; i < thread_count_; ++i) {
+  // Every worker sets its loop up at the same time: a ring with registered buffers takes tens
+  // of milliseconds (the kernel pins its pages), and one after the other 16 of them took
+  // seconds. Each says when it is done (its message: warnings, or why it failed).
+  std::vector<std::promise<std::string>> ready(thread_count_);
+  std::vector<std::future<std::string>> created;
+  created.reserve(thread_count_);
+  auto which = [this](size_t i) {
     // Every failure names the worker and server.thread_num: under an address-space or thread
     // limit, the count of workers is what decides whether the next one can start.
-    const std::string which = "worker " + std::to_string(i + 1) + " of " +
-                              std::to_string(thread_count_) + " (server.thread_num): ";
-    std::promise<std::string> ready;
-    auto created = ready.get_future();
+    return "worker " + std::to_string(i + 1) + " of " + std::to_string(thread_count_) +
+           " (server.thread_num): ";
+  };
+  std::string failure;
+  std::error_code failure_code;
+  for (size_t i = 0; i < thread_count_; ++i) {
+    created.push_back(ready[i].get_future());
     // The loop is created on its own thread: with SINGLE_ISSUER that thread is the only
     // submitter, and the ring's memory is first touched where it will be used.
     try {
-      threads_.emplace_back([this, i, &ready, &which] {
+      threads_.emplace_back([this, i, promise = &ready[i]] {
         std::string notes;
-        std::string failure;
+        std::string error;
         try {
           auto loop = EventLoop::create(options_, &notes, share_with_);
           if (loop) {
             loops_[i] = std::move(*loop);
           } else {
-            failure = EventLoop::describe_setup_error(loop.error(), options_);
+            error = EventLoop::describe_setup_error(loop.error(), options_);
           }
         } catch (const std::bad_alloc&) {  // a set-up allocation the process cannot have
-          failure = "out of memory while setting up its loop";
+          error = "out of memory while setting up its loop";
         }
         if (!loops_[i]) {
-          ready.set_value(which + failure);
+          promise->set_value(std::move(error));
           return;
         }
         EventLoop* self = loops_[i].get();
-        ready.set_value(i == 0 ? notes : std::string());  // each worker warns alike: say it once
+        promise->set_value(std::move(notes));
         self->run();
       });
     } catch (const std::system_error& e) {  // no thread: RLIMIT_NPROC, or no room for a stack
-      stop_all();
-      join();
-      return Unexpected{Error(which + "cannot start its thread: " + e.code().message() +
-                                  " (threads count against RLIMIT_NPROC and their stacks "
-                                  "against RLIMIT_AS); lower server.thread_num",
-                              e.code())};
+      failure = which(i) + "cannot start its thread: " + e.code().message() +
+                " (threads count against RLIMIT_NPROC and their stacks against RLIMIT_AS); "
+                "lower server.thread_num";
+      failure_code = e.code();
+      created.pop_back();
+      break;
     }
-    std::string result = created.get();
-    if (!loops_[i]) {
-      stop_all();
-      join();
-      return Unexpected{Error(std::move(result))};
-    }
-    if (warnings) *warnings += result;
   }
+  // Every started thread answers before any loop is stopped: stop_all() reads loops_.
+  std::string notes;
+  for (size_t i = 0; i < created.size(); ++i) {
+    std::string message = created[i].get();
+    if (!loops_[i]) {
+      if (failure.empty()) failure = which(i) + message;
+    } else if (notes.empty()) {
+      notes = std::move(message);  // each worker warns alike: say it once
+    }
+  }
+  if (!failure.empty()) {
+    stop_all();
+    join();
+    return Unexpected{Error(std::move(failure), failure_code)};
+  }
+  if (warnings) *warnings += notes;
   return {};
 }
 

@@ -8,6 +8,22 @@
 namespace ucp {
 
 Result<UniqueFd> listen_on(const InetAddress& address, const ListenOptions& options) {
+  auto fd = bind_listener(address, options);
+  if (!fd) return fd;
+  if (auto listening = start_listening(fd->get(), options); !listening) {
+    return Unexpected{listening.error()};
+  }
+  return fd;
+}
+
+Result<void> start_listening(int fd, const ListenOptions& options) {
+  if (::listen(fd, static_cast<int>(options.backlog)) != 0) {
+    return Unexpected{error_from_errno(errno)};
+  }
+  return {};
+}
+
+Result<UniqueFd> bind_listener(const InetAddress& address, const ListenOptions& options) {
   UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
   if (!fd) return Unexpected{error_from_errno(errno)};
   int on = 1;
@@ -16,9 +32,6 @@ Result<UniqueFd> listen_on(const InetAddress& address, const ListenOptions& opti
     return Unexpected{error_from_errno(errno)};
   }
   if (::bind(fd.get(), address.get(), address.length()) != 0) {
-    return Unexpected{error_from_errno(errno)};
-  }
-  if (::listen(fd.get(), static_cast<int>(options.backlog)) != 0) {
     return Unexpected{error_from_errno(errno)};
   }
   return fd;

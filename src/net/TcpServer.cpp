@@ -123,9 +123,12 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
   if (!inherited.empty()) {
     local_ = InetAddress::local_of(inherited.front().get()).value_or(InetAddress{});
   } else if (acceptors_ == Acceptors::kMain) {
-    auto listening = listen_on(*address, options_.listen);
-    if (!listening) return describe_listen_error(*address, listening.error());
-    main_listener = std::move(*listening);
+    // Bound now (a port in use fails before the workers are set up), listening only once
+    // they are: until then a client is refused instead of waiting in the listen queue for
+    // a server that cannot serve it yet.
+    auto bound = bind_listener(*address, options_.listen);
+    if (!bound) return describe_listen_error(*address, bound.error());
+    main_listener = std::move(*bound);
     local_ = InetAddress::local_of(main_listener.get()).value_or(*address);
   }
 
@@ -154,6 +157,9 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
   } else if (acceptors_ == Acceptors::kPerWorker) {
     if (auto listening = listen_per_worker(*address, notes); !listening) return listening;
   } else {
+    if (auto listening = start_listening(main_listener.get(), options_.listen); !listening) {
+      return describe_listen_error(local_, listening.error());
+    }
     auto acceptor = std::make_unique<Acceptor>();
     acceptor->server = this;
     acceptor->loop = main_loop_.get();

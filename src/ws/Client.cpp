@@ -43,6 +43,20 @@ bool starts_with_nocase(std::string_view text, std::string_view prefix) {
   return true;
 }
 
+/// uri-host [ ":" port ] characters (RFC 3986): unreserved, pct-encoded, sub-delims, ':' and
+/// the brackets of an IP-literal. The authority becomes the Host header: nothing that could end
+/// the field, or start another, gets through.
+bool is_authority_char(char c) noexcept {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("-._~!$&'()*+,;=%:[]").find(c) != std::string_view::npos;
+}
+
+/// tchar (RFC 9110 §5.6.2): what a field name is made of.
+bool is_token_char(char c) noexcept {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
 bool parse_url(std::string_view url, WsUrl& out) {
   if (!starts_with_nocase(url, "ws://")) return false;  // wss:// would need TLS
   url.remove_prefix(5);
@@ -52,6 +66,9 @@ bool parse_url(std::string_view url, WsUrl& out) {
   if (const size_t hash = rest.find('#'); hash != std::string_view::npos)
     rest = rest.substr(0, hash);
   if (authority.empty() || authority.find('@') != std::string_view::npos) return false;
+  for (const char c : authority) {
+    if (!is_authority_char(c)) return false;
+  }
   std::string_view host = authority;
   std::string_view port;
   if (authority.front() == '[') {
@@ -131,6 +148,11 @@ bool check_response(std::string_view head, std::string_view key, const Options& 
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) return false;
     const std::string_view name = line.substr(0, colon);
+    // A name of tchars only: an obs-fold (a line starting with whitespace) or whitespace
+    // before the colon is refused, as the server refuses them in requests (RFC 9112 §5).
+    for (const char c : name) {
+      if (!is_token_char(c)) return false;
+    }
     const std::string_view value = trim(line.substr(colon + 1));
     if (iequal(name, "upgrade")) {
       upgrade = upgrade || detail::has_token(value, "websocket");

@@ -87,6 +87,12 @@ struct DeflateParameters {
 
 uint8_t clamp_window(uint8_t bits) noexcept { return std::clamp<uint8_t>(bits, 9, 15); }
 
+/// DeflateState::context_bytes of the calling thread's live connections.
+size_t& thread_context_bytes() noexcept {
+  thread_local size_t bytes = 0;
+  return bytes;
+}
+
 // ---- per-thread caches of zlib streams used for one message at a time ----
 
 template <class Stream>
@@ -199,6 +205,7 @@ bool accept_deflate_offer(std::span<const Extension> offers, const DeflateOption
     p.client_no_context_takeover =
         asked.client_no_context_takeover || options.peer_no_context_takeover;
     const uint8_t own = clamp_window(options.window_bits);
+    const int mem_level = std::clamp<int>(options.mem_level, 1, 9);
     // A server_max_window_bits of 8 is accepted: zlib cannot compress with it, so this side
     // then sends everything uncompressed (Deflater::usable), which the extension allows.
     p.server_max_window_bits =
@@ -209,6 +216,12 @@ bool accept_deflate_offer(std::span<const Extension> offers, const DeflateOption
       p.client_max_window_bits =
           std::min(asked.client_max_window_bits, clamp_window(options.peer_window_bits));
       say_client_window = asked.client_max_window_bits_has_value || p.client_max_window_bits < 15;
+    }
+    // A client must accept no context takeover in either direction (RFC 7692 §7.1.1): past
+    // the thread's budget, this connection keeps nothing between messages.
+    if (kept_context_bytes() + context_bytes(p, mem_level, true) > options.max_context_bytes) {
+      p.server_no_context_takeover = true;
+      p.client_no_context_takeover = true;
     }
     response.assign(kExtensionName);
     if (p.server_no_context_takeover) response += "; server_no_context_takeover";
@@ -291,9 +304,11 @@ StreamCache<Inflater::Stream>& inflate_cache() {
 }
 }  // namespace
 
-Inflater::Inflater(uint8_t window_bits, bool reset_each_message) noexcept
-    // A peer told 8 may still use 9 (zlib cannot compress with 8): inflate with at least 9.
-    : window_bits_(clamp_window(window_bits)), reset_each_message_(reset_each_message) {}
+Inflater::Inflater(uint8_t window_bits, bool reset_each_message, uint32_t max_ratio) noexcept
+    : max_ratio_(max_ratio),
+      // A peer told 8 may still use 9 (zlib cannot compress with 8): inflate with at least 9.
+      window_bits_(clamp_window(window_bits)),
+      reset_each_message_(reset_each_message) {}
 
 Inflater::~Inflater() {
   if (stream_ != nullptr) Stream::destroy(stream_);
@@ -344,16 +359,36 @@ Inflater::Status Inflater::run(std::span<const std::byte> in, MessageBuffer& out
   }
 }
 
+Inflater::Status Inflater::run_bounded(std::span<const std::byte> in, MessageBuffer& out,
+                                       uint64_t limit) noexcept {
+  if (max_ratio_ == 0) return run(in, out, limit);
+  // The credit starts as a burst of `limit` (a first message of any ratio passes) and grows
+  // by max_ratio per compressed byte, never above the burst.
+  if (!credit_started_) {
+    credit_ = limit;
+    credit_started_ = true;
+  }
+  const uint64_t earned = uint64_t{max_ratio_} * in.size();
+  credit_ = std::min(credit_, limit);
+  credit_ = earned >= limit - credit_ ? limit : credit_ + earned;
+  const uint64_t bound = std::min(limit, out.size() + credit_);
+  const size_t before = out.size();
+  const Status status = run(in, out, bound);
+  credit_ -= std::min<uint64_t>(credit_, out.size() - before);
+  if (status == Status::kTooBig && bound < limit) return Status::kInflatesTooFar;
+  return status;
+}
+
 Inflater::Status Inflater::inflate(std::span<const std::byte> in, MessageBuffer& out,
                                    uint64_t limit) noexcept {
   if (in.empty()) return Status::kOk;
-  const Status status = run(in, out, limit);
+  const Status status = run_bounded(in, out, limit);
   if (status != Status::kOk) end_message(true);
   return status;
 }
 
 Inflater::Status Inflater::finish(MessageBuffer& out, uint64_t limit) noexcept {
-  const Status status = run(kTail, out, limit);
+  const Status status = run_bounded(kTail, out, limit);
   end_message(status != Status::kOk);
   return status;
 }
@@ -477,10 +512,34 @@ DeflateState::DeflateState(const DeflateParams& agreed, const DeflateOptions& op
                            bool server) noexcept
     : params(agreed),
       inflater(server ? agreed.client_max_window_bits : agreed.server_max_window_bits,
-               server ? agreed.client_no_context_takeover : agreed.server_no_context_takeover),
+               server ? agreed.client_no_context_takeover : agreed.server_no_context_takeover,
+               options.max_inflate_ratio),
       deflater(server ? agreed.server_max_window_bits : agreed.client_max_window_bits,
                server ? agreed.server_no_context_takeover : agreed.client_no_context_takeover,
                options.level, options.mem_level),
-      min_message_bytes(options.min_message_bytes) {}
+      min_message_bytes(options.min_message_bytes),
+      context_bytes(
+          detail::context_bytes(agreed, std::clamp<int>(options.mem_level, 1, 9), server)) {
+  thread_context_bytes() += context_bytes;
+}
+
+DeflateState::~DeflateState() { thread_context_bytes() -= context_bytes; }
+
+size_t context_bytes(const DeflateParams& params, int mem_level, bool server) noexcept {
+  const bool keep_inflater =
+      server ? !params.client_no_context_takeover : !params.server_no_context_takeover;
+  const bool keep_deflater =
+      server ? !params.server_no_context_takeover : !params.client_no_context_takeover;
+  const uint8_t in_bits = server ? params.client_max_window_bits : params.server_max_window_bits;
+  const uint8_t out_bits = server ? params.server_max_window_bits : params.client_max_window_bits;
+  size_t bytes = 0;
+  if (keep_inflater) bytes += 7 * 1024 + (size_t{1} << clamp_window(in_bits));
+  if (keep_deflater && out_bits >= 9) {
+    bytes += (size_t{1} << (out_bits + 2)) + (size_t{1} << (mem_level + 9)) + 6 * 1024;
+  }
+  return bytes;
+}
+
+size_t kept_context_bytes() noexcept { return thread_context_bytes(); }
 
 }  // namespace ucp::ws::detail

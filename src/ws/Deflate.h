@@ -5,9 +5,10 @@
 // Memory: a stream's zlib state is allocated when the connection first compresses (or
 // inflates) a message, never at the handshake. With context takeover a connection keeps its
 // stream for life (the LZ77 window carries over between messages: inflating costs about
-// 7 KiB + 2^window_bits, compressing 2^(window_bits+2) + 2^(mem_level+9)). Without it, the
-// stream is taken from a per-thread cache for one message and given back reset, so idle
-// connections hold no zlib state at all.
+// 7 KiB + 2^window_bits, compressing 2^(window_bits+2) + 2^(mem_level+9)). Without it (the
+// default), the stream is taken from a per-thread cache for one message and given back reset,
+// so idle connections hold no zlib state at all. What connections keep for context takeover
+// is counted per thread and bounded by DeflateOptions::max_context_bytes at negotiation.
 //
 // Thread contract: the connection's loop thread; the caches are per thread.
 
@@ -51,6 +52,8 @@ bool parse_extensions(std::string_view header, std::vector<Extension>& out);
 /// Server: the first permessage-deflate offer in `offers` it can accept (offers with unknown,
 /// repeated or invalid parameters are declined, RFC 7692 §5), with what to answer in
 /// `response`. False when none can be accepted (the connection then goes on uncompressed).
+/// Context takeover is agreed only while the calling thread's connections keep less than
+/// options.max_context_bytes for it; past that, the answer says no context takeover both ways.
 bool accept_deflate_offer(std::span<const Extension> offers, const DeflateOptions& options,
                           DeflateParams& agreed, std::string& response);
 
@@ -65,16 +68,18 @@ bool accept_deflate_response(const Extension& response, const DeflateOptions& op
 /// Inflates one direction's compressed messages, piece by piece as they arrive.
 class Inflater {
  public:
-  enum class Status : uint8_t { kOk, kTooBig, kBadData, kNoMemory };
+  enum class Status : uint8_t { kOk, kTooBig, kInflatesTooFar, kBadData, kNoMemory };
 
   /// The peer compresses with at most `window_bits`; `reset_each_message`: it takes no context
-  /// over between messages.
-  Inflater(uint8_t window_bits, bool reset_each_message) noexcept;
+  /// over between messages. `max_ratio`: see DeflateOptions::max_inflate_ratio.
+  Inflater(uint8_t window_bits, bool reset_each_message, uint32_t max_ratio = 0) noexcept;
   Inflater(const Inflater&) = delete;
   Inflater& operator=(const Inflater&) = delete;
   ~Inflater();
 
-  /// Inflates `in` behind what `out` holds; kTooBig once `out` would pass `limit` bytes.
+  /// Inflates `in` behind what `out` holds; kTooBig once `out` would pass `limit` bytes,
+  /// kInflatesTooFar once the connection's inflated bytes pass max_ratio times its compressed
+  /// ones (beyond a burst of `limit`).
   Status inflate(std::span<const std::byte> in, MessageBuffer& out, uint64_t limit) noexcept;
   /// The end of a message: inflates the 00 00 FF FF the sender removed (§7.2.2).
   Status finish(MessageBuffer& out, uint64_t limit) noexcept;
@@ -83,10 +88,15 @@ class Inflater {
 
  private:
   Status run(std::span<const std::byte> in, MessageBuffer& out, uint64_t limit) noexcept;
+  /// run() within the ratio's credit, which `in` adds to.
+  Status run_bounded(std::span<const std::byte> in, MessageBuffer& out, uint64_t limit) noexcept;
   /// After a message (or a failure): a per-message stream goes back to the thread's cache.
   void end_message(bool failed) noexcept;
 
   Stream* stream_ = nullptr;
+  uint64_t credit_ = 0;  // bytes it may still inflate (max_ratio per compressed byte received)
+  uint32_t max_ratio_;
+  bool credit_started_ = false;
   uint8_t window_bits_;
   bool reset_each_message_;
 };
@@ -116,13 +126,26 @@ class Deflater {
   bool reset_each_message_;
 };
 
-/// A connection's permessage-deflate state (allocated only when it was negotiated).
+/// A connection's permessage-deflate state (allocated only when it was negotiated). What it
+/// keeps between messages for context takeover counts against the thread's total
+/// (kept_context_bytes()) while it lives.
 struct DeflateState {
   DeflateState(const DeflateParams& params, const DeflateOptions& options, bool server) noexcept;
+  DeflateState(const DeflateState&) = delete;
+  DeflateState& operator=(const DeflateState&) = delete;
+  ~DeflateState();
   DeflateParams params;
   Inflater inflater;  // what the peer sends
   Deflater deflater;  // what we send
   size_t min_message_bytes;
+  size_t context_bytes;  // kept between messages (0 without context takeover)
 };
+
+/// Bytes a connection with `params` keeps between messages for context takeover (zlib's
+/// figures: 7 KiB + 2^window_bits inflating, 2^(window_bits+2) + 2^(mem_level+9) + 6 KiB
+/// compressing).
+size_t context_bytes(const DeflateParams& params, int mem_level, bool server) noexcept;
+/// What the live DeflateStates of the calling thread keep for context takeover.
+size_t kept_context_bytes() noexcept;
 
 }  // namespace ucp::ws::detail

@@ -147,6 +147,9 @@ bool FrameReader::take_payload(std::span<std::byte> piece) noexcept {
       case Inflater::Status::kTooBig:
         fail(close_code::kMessageTooBig, "inflated message above max_message_bytes");
         return false;
+      case Inflater::Status::kInflatesTooFar:
+        fail(close_code::kMessageTooBig, "compressed data inflating past max_inflate_ratio");
+        return false;
       case Inflater::Status::kBadData:
         fail(close_code::kInvalidPayload, "compressed data that does not inflate");
         return false;
@@ -183,6 +186,8 @@ FrameReader::Event FrameReader::finish_message() noexcept {
         break;
       case Inflater::Status::kTooBig:
         return fail(close_code::kMessageTooBig, "inflated message above max_message_bytes");
+      case Inflater::Status::kInflatesTooFar:
+        return fail(close_code::kMessageTooBig, "compressed data inflating past max_inflate_ratio");
       case Inflater::Status::kBadData:
         return fail(close_code::kInvalidPayload, "compressed data that does not inflate");
       case Inflater::Status::kNoMemory:

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <zlib.h>
 
 #include "ucp/coro/WhenAll.h"
@@ -28,7 +30,9 @@
 #include "ucp/ws/Accept.h"
 
 #include "Backends.h"
+#include "Deflate.h"
 #include "ErrorText.h"
+#include "Handshake.h"
 #include "LoopRunner.h"
 #include "WsRawClient.h"
 
@@ -685,31 +689,154 @@ TEST_F(WebSocketTest, ClientRefusesABadUrlAndAFailedHandshake) {
   }(client.loop(), server.port()));
 }
 
+/// A listening socket on 127.0.0.1 that answers one WebSocket handshake with `answer` (the
+/// lines between the status line and the Sec-WebSocket-Accept it computes), from a thread.
+class CannedHandshake {
+ public:
+  explicit CannedHandshake(std::string extra_lines) {
+    listener_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listener_.get(), reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(listener_.get(), 1);
+    socklen_t length = sizeof address;
+    ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this, extra = std::move(extra_lines)] {
+      UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!fd) return;
+      const timeval bound{10, 0};  // every wait below ends, whatever the client does
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::recv(fd.get(), buffer, sizeof buffer, 0);
+        if (n <= 0) return;
+        request.append(buffer, static_cast<size_t>(n));
+      }
+      const size_t at = request.find("Sec-WebSocket-Key: ") + 19;
+      const std::string key = request.substr(at, request.find("\r\n", at) - at);
+      const std::string answer =
+          "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+          "Sec-WebSocket-Accept: " +
+          detail::accept_key(key) + "\r\n" + extra + "\r\n";
+      ::send(fd.get(), answer.data(), answer.size(), MSG_NOSIGNAL);
+      ::recv(fd.get(), buffer, sizeof buffer, 0);  // until the client closes
+    });
+  }
+  ~CannedHandshake() { thread_.join(); }
+  uint16_t port() const { return port_; }
+
+ private:
+  UniqueFd listener_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// The client builds its Host field from the URL's authority and reads the server's answer:
+// an authority that would end the field (and start another) is a bad URL, and an answer with
+// an obs-fold fails the handshake, as the server refuses both in requests.
+TEST_F(WebSocketTest, ClientRefusesFieldInjectionAndFoldedAnswers) {
+  ClientLoop client(backend());
+  client.run([](EventLoop& loop) -> Task<> {
+    for (const char* url : {"ws://a\r\nX-Injected:1/", "ws://a b:80/", "ws://a\"b:80/"}) {
+      auto ws = co_await WebSocket::connect(loop, url);
+      EXPECT_EQ(ws.error(), make_error_code(Errc::kBadUrl)) << url;
+    }
+  }(client.loop()));
+  CannedHandshake folded("X-Note:\r\n Sec-WebSocket-Protocol: chat\r\n");
+  ClientLoop second(backend());  // a loop runs one body to its end
+  second.run([](EventLoop& loop, uint16_t port) -> Task<> {
+    auto ws = co_await WebSocket::connect(loop, "ws://127.0.0.1:" + std::to_string(port) + "/");
+    EXPECT_EQ(ws.error(), make_error_code(Errc::kHandshakeFailed));
+  }(second.loop(), folded.port()));
+}
+
 // ---- permessage-deflate ----
 
 TEST_F(WebSocketTest, NegotiatesPermessageDeflate) {
-  Options options;
-  options.deflate.enabled = true;
-  options.deflate.min_message_bytes = 0;
-  WsServer server(backend(), options);
-  auto offer = [&](std::string_view extensions) {
+  auto offer = [&](WsServer& server, std::string_view extensions) {
     WsRawClient ws =
         open(server, "/echo", "Sec-WebSocket-Extensions: " + std::string(extensions) + "\r\n");
     return ws.response().header("sec-websocket-extensions");
   };
-  EXPECT_EQ(offer("permessage-deflate"), "permessage-deflate");
-  EXPECT_EQ(offer("permessage-deflate; client_max_window_bits"), "permessage-deflate");
-  EXPECT_EQ(offer("permessage-deflate; client_max_window_bits=10"),
+  // By default the server takes no context over and tells the client not to either, whatever
+  // it offered: no connection keeps zlib state between messages.
+  Options options;
+  options.deflate.enabled = true;
+  options.deflate.min_message_bytes = 0;
+  {
+    WsServer server(backend(), options);
+    const std::string alone =
+        "permessage-deflate; server_no_context_takeover; "
+        "client_no_context_takeover";
+    EXPECT_EQ(offer(server, "permessage-deflate"), alone);
+    EXPECT_EQ(offer(server, "permessage-deflate; client_max_window_bits"), alone);
+    EXPECT_EQ(offer(server, "permessage-deflate; client_max_window_bits=10"),
+              alone + "; client_max_window_bits=10");
+    EXPECT_EQ(offer(server,
+                    "permessage-deflate; server_no_context_takeover; "
+                    "server_max_window_bits=12"),
+              alone + "; server_max_window_bits=12");
+  }
+  // With context takeover allowed, the answer follows the offer.
+  options.deflate.no_context_takeover = false;
+  options.deflate.peer_no_context_takeover = false;
+  WsServer server(backend(), options);
+  EXPECT_EQ(offer(server, "permessage-deflate"), "permessage-deflate");
+  EXPECT_EQ(offer(server, "permessage-deflate; client_max_window_bits"), "permessage-deflate");
+  EXPECT_EQ(offer(server, "permessage-deflate; client_max_window_bits=10"),
             "permessage-deflate; client_max_window_bits=10");
-  EXPECT_EQ(offer("permessage-deflate; server_no_context_takeover; server_max_window_bits=12"),
-            "permessage-deflate; server_no_context_takeover; server_max_window_bits=12");
+  EXPECT_EQ(
+      offer(server, "permessage-deflate; server_no_context_takeover; server_max_window_bits=12"),
+      "permessage-deflate; server_no_context_takeover; server_max_window_bits=12");
   // Declined offers (unknown or repeated parameters, bad values), then one it takes.
-  EXPECT_EQ(offer("permessage-deflate; bogus, permessage-deflate; server_max_window_bits=16, "
-                  "permessage-deflate; client_no_context_takeover; client_no_context_takeover, "
+  EXPECT_EQ(offer(server,
+                  "permessage-deflate; bogus, permessage-deflate; "
+                  "server_max_window_bits=16, permessage-deflate; "
+                  "client_no_context_takeover; client_no_context_takeover, "
                   "permessage-deflate; client_no_context_takeover"),
             "permessage-deflate; client_no_context_takeover");
-  EXPECT_EQ(offer("x-webkit-deflate-frame"), "");
-  EXPECT_EQ(offer("permessage-deflate; server_max_window_bits"), "");  // needs a value
+  EXPECT_EQ(offer(server, "x-webkit-deflate-frame"), "");
+  EXPECT_EQ(offer(server, "permessage-deflate; server_max_window_bits"), "");  // needs a value
+}
+
+// What connections keep for context takeover is bounded per thread: past the budget, a new
+// connection is answered with no context takeover both ways; as connections close, the budget
+// comes back.
+TEST_F(WebSocketTest, KeepsContextTakeoverWithinTheThreadsBudget) {
+  Options options;
+  options.deflate.enabled = true;
+  options.deflate.no_context_takeover = false;
+  options.deflate.peer_no_context_takeover = false;
+  detail::DeflateParams takeover;
+  options.deflate.max_context_bytes =
+      2 * detail::context_bytes(takeover, options.deflate.mem_level, true);
+  WsServer server(backend(), options);
+  const std::string offer =
+      "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n";
+  const std::string alone =
+      "permessage-deflate; server_no_context_takeover; "
+      "client_no_context_takeover";
+  std::vector<WsRawClient> kept;
+  for (int i = 0; i < 2; ++i) {
+    kept.push_back(open(server, "/journal", offer));
+    EXPECT_EQ(kept.back().response().header("sec-websocket-extensions"), "permessage-deflate");
+    EXPECT_EQ(server.journal().wait_for("open:"), "open::deflate");  // its state exists now
+  }
+  WsRawClient third = open(server, "/echo", offer);
+  EXPECT_EQ(third.response().header("sec-websocket-extensions"), alone);
+  // Still compressed, and nothing kept: a message each way.
+  ASSERT_TRUE(third.send(ws_frame(kFin | 0x1, std::string(5000, 'z'))));
+  auto echo = third.read_frame();
+  ASSERT_TRUE(echo);
+  EXPECT_TRUE(echo->rsv1);
+  for (auto& ws : kept) ws.close();
+  third.close();
+  ASSERT_TRUE(server.all_closed());
+  WsRawClient again = open(server, "/echo", offer);
+  EXPECT_EQ(again.response().header("sec-websocket-extensions"), "permessage-deflate");
 }
 
 TEST_F(WebSocketTest, CompressesBothWaysWithOurClient) {

@@ -73,6 +73,9 @@ struct WorkerStats {
   uint64_t connections_open = 0;
   uint64_t connections_accepted = 0;
   uint64_t responses[4] = {};  // by status class: 2xx, 3xx, 4xx, 5xx
+  /// 1xx answers that end the exchange: 101 Switching Protocols (a 100 Continue is not
+  /// counted, its request's final answer is).
+  uint64_t informational = 0;
   uint64_t bytes_received = 0;
   uint64_t bytes_sent = 0;
 };

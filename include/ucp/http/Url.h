@@ -1,5 +1,6 @@
 #pragma once
-// Request paths as the file system sees them: percent-decoding and dot-segment removal.
+// Request paths as the file system sees them (percent-decoding, dot-segment removal), and back
+// into a URL (percent-encoding) for what the server writes, such as a Location.
 
 #include <string>
 #include <string_view>
@@ -14,5 +15,15 @@ bool percent_decode(std::string_view text, std::string& out);
 /// (RFC 3986 §5.2.4) and empty ones ("//"), keeping a trailing '/'. False when the path
 /// does not start with '/' or a ".." would climb above the root.
 bool normalize_path(std::string_view path, std::string& out);
+
+/// Appends `path` (decoded bytes) to `out` as a URL path: every byte but the unreserved
+/// characters, sub-delims, ':', '@' and '/' becomes %XX (RFC 3986 §3.3). So no byte of a
+/// request can turn into something else in a header: '\' (which browsers read as '/'), '%',
+/// '?', '#', spaces, controls and 8-bit bytes are all encoded.
+void append_encoded_path(std::string& out, std::string_view path);
+
+/// Appends a raw (still encoded) query to `out`: its valid %XX escapes and query characters
+/// (RFC 3986 §3.4) as they are, every other byte (and a '%' that starts no escape) as %XX.
+void append_encoded_query(std::string& out, std::string_view query);
 
 }  // namespace ucp::http

@@ -18,6 +18,12 @@ struct ListenOptions {
 
 /// socket + SO_REUSEADDR (+ SO_REUSEPORT) + bind + listen. EADDRINUSE means the port is taken.
 Result<UniqueFd> listen_on(const InetAddress& address, const ListenOptions& options);
+/// listen_on() without the listen: the address is taken (and a port 0 chosen), but a client
+/// that connects is refused until start_listening(). For a server that has more to set up
+/// before it can serve.
+Result<UniqueFd> bind_listener(const InetAddress& address, const ListenOptions& options);
+/// listen(2) on a socket bind_listener() made.
+Result<void> start_listening(int fd, const ListenOptions& options);
 /// A TCP socket of `family` (AF_INET, AF_INET6) to connect with: non-blocking and close-on-exec
 /// (io_uring and epoll both complete a connect on it; an exec'd child never inherits it).
 Result<UniqueFd> open_tcp_socket(int family);

@@ -112,7 +112,11 @@ class TcpConnection {
   uint64_t bytes_read() const noexcept { return reader_.bytes_read(); }
   /// Times the multishot receive paused because the handler was behind (back-pressure).
   uint64_t receive_pauses() const noexcept { return reader_.pauses(); }
+  /// Every byte sent to the peer: written through the queue, or sent around it by a caller
+  /// that said so with count_sent_around().
   uint64_t bytes_written() const noexcept { return writer_.bytes_written(); }
+  /// Counts bytes sent on fd() around the output queue (io::send_file, after all_sent()).
+  void count_sent_around(uint64_t bytes) noexcept { writer_.count_sent_around(bytes); }
   /// Bytes written but not yet taken by the kernel (copies plus suspended writers' spans).
   size_t queued_output_bytes() const noexcept { return writer_.queued_bytes(); }
   /// Sends submitted so far (each carries everything queued when it started).

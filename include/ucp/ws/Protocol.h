@@ -69,17 +69,30 @@ struct Message {
 
 /// permessage-deflate (RFC 7692), off unless enabled. "Own" is the direction this endpoint
 /// compresses, "peer" the one it inflates. Compression state is allocated only on a connection
-/// that negotiated the extension, and only when it is first used; without context takeover one
-/// compressor (or decompressor) per thread serves every connection of the loop.
+/// that negotiated the extension, and only when it is first used; without context takeover
+/// (the default, both ways) the zlib streams come from a small per-thread cache for one
+/// message at a time and an idle connection keeps none (docs/websocket.md has the figures).
 struct DeflateOptions {
   bool enabled = false;
   int level = 6;             // zlib level 1..9
   uint8_t window_bits = 15;  // own LZ77 window 9..15 (server_max_window_bits as a server)
   uint8_t mem_level = 8;     // zlib memLevel 1..9: the compressor's state, 2^(mem_level+9) B
-  bool no_context_takeover = false;       // compress every message alone (less memory)
-  bool peer_no_context_takeover = false;  // ask the peer to do the same
-  uint8_t peer_window_bits = 15;          // ask the peer for at most this window (9..15)
-  size_t min_message_bytes = 1024;        // smaller messages are sent uncompressed
+  /// Compress every message alone. With context takeover a connection keeps its compressor
+  /// between messages: 2^(window_bits+2) + 2^(mem_level+9) bytes (262 KB at 15 and 8).
+  bool no_context_takeover = true;
+  /// Ask the peer to do the same (a server tells it: client_no_context_takeover). With
+  /// context takeover a connection keeps its decompressor: 7 KB + 2^peer_window_bits.
+  bool peer_no_context_takeover = true;
+  uint8_t peer_window_bits = 15;    // ask the peer for at most this window (9..15)
+  size_t min_message_bytes = 1024;  // smaller messages are sent uncompressed
+  /// Server: what the connections of one worker thread may keep between messages for
+  /// context takeover, in all (each counted at the sizes above). A connection that would pass
+  /// it is answered with no context takeover both ways, which a client must accept.
+  size_t max_context_bytes = 64 * 1024 * 1024;
+  /// A connection may inflate at most this many times the compressed bytes it received, past
+  /// a burst of max_message_bytes (refilled at this ratio, up to that burst): past it, 1009.
+  /// Bounds the work one received byte can cause. 0: no bound but max_message_bytes.
+  uint32_t max_inflate_ratio = 32;
 };
 
 struct Options {

@@ -143,6 +143,8 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode {
   bool failed() const noexcept { return static_cast<bool>(error_); }
   size_t queued_bytes() const noexcept { return queue_.size(); }
   uint64_t bytes_written() const noexcept { return bytes_written_; }
+  /// Bytes sent to the socket around the queue (io::send_file), counted in bytes_written().
+  void count_sent_around(uint64_t bytes) noexcept { bytes_written_ += bytes; }
   uint64_t sends_submitted() const noexcept { return sends_submitted_; }
   const OutputLimits& limits() const noexcept { return limits_; }
 
