@@ -157,12 +157,15 @@ void Upstreams::rebuild(Group& group) {
   }
 }
 
-void Upstreams::publish() {
+void Upstreams::publish(const WorkerUpdate& also) {
   auto set = std::make_shared<WorkerUpstreams::Set>();
   for (const auto& group : groups_) set->push_back(group->snapshot());
   for (auto& view : views_) {
     WorkerUpstreams* target = view.get();
-    target->loop().post([target, set] { target->install(*set); });
+    target->loop().post([target, set, also] {
+      target->install(*set);
+      if (also) also(*target);
+    });
   }
   publications_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -227,17 +230,19 @@ void Upstreams::stop() {
   control_.reset();
 }
 
-Result<void, Error> Upstreams::reconfigure(std::vector<UpstreamGroupOptions> groups) {
+Result<void, Error> Upstreams::reconfigure(std::vector<UpstreamGroupOptions> groups,
+                                           WorkerUpdate also) {
   if (auto valid = validate(groups); !valid) return valid;
-  if (!post_to_control(
-          [this, groups = std::move(groups)]() mutable { apply(std::move(groups)); })) {
+  if (!post_to_control([this, groups = std::move(groups), also = std::move(also)]() mutable {
+        apply(std::move(groups), also);
+      })) {
     return Unexpected{
         Error("upstreams: not running", std::make_error_code(std::errc::operation_canceled))};
   }
   return {};
 }
 
-void Upstreams::apply(std::vector<UpstreamGroupOptions> groups) {
+void Upstreams::apply(std::vector<UpstreamGroupOptions> groups, const WorkerUpdate& also) {
   std::vector<std::shared_ptr<Group>> next;
   size_t added = 0, changed = 0, kept = 0;
   for (const UpstreamGroupOptions& options : groups) {
@@ -281,7 +286,7 @@ void Upstreams::apply(std::vector<UpstreamGroupOptions> groups) {
                             [&](const auto& o) { return o.name == old->name(); });
   }
   groups_ = std::move(next);
-  publish();
+  publish(also);
   LOG_INFO("upstreams reconfigured: {} groups ({} unchanged, {} changed, {} added, {} removed)",
            groups_.size(), kept, changed, added, removed);
 }

@@ -32,6 +32,7 @@
 // must run before the worker loops are destroyed: the control thread posts to them.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -115,9 +116,13 @@ class Upstreams {
   /// group of host names has no server until its first lookup answers.
   Result<void, Error> start(std::vector<EventLoop*> workers,
                             std::vector<UpstreamGroupOptions> groups);
+  /// What runs on each worker's thread together with its installation of a new set, in the
+  /// same task: a connection sees both changes or neither.
+  using WorkerUpdate = std::function<void(WorkerUpstreams&)>;
   /// Validates `groups` here (an invalid set changes nothing: the error says why), then
-  /// replaces the running set on the control thread, which publishes it to the workers.
-  Result<void, Error> reconfigure(std::vector<UpstreamGroupOptions> groups);
+  /// replaces the running set on the control thread, which publishes it to the workers (and
+  /// runs `also` on each, right after it installs the set).
+  Result<void, Error> reconfigure(std::vector<UpstreamGroupOptions> groups, WorkerUpdate also = {});
   /// Ends the control thread: no more lookups, checks or publications; the workers keep the
   /// groups they have. Idempotent.
   void stop();
@@ -136,12 +141,12 @@ class Upstreams {
   friend class UpstreamGroup;
   struct Group;
   static std::shared_ptr<Group> make_group(const UpstreamGroupOptions& options);
-  void publish();
+  void publish(const WorkerUpdate& also = {});
   Task<> resolve_loop(std::shared_ptr<Group> group);
   Task<> health_loop(std::shared_ptr<Group> group);
   Task<> resolve_once(Group& group);
   void rebuild(Group& group);
-  void apply(std::vector<UpstreamGroupOptions> groups);
+  void apply(std::vector<UpstreamGroupOptions> groups, const WorkerUpdate& also);
   void spawn_tasks(const std::shared_ptr<Group>& group);
   /// From a worker: a server was ejected there (or came back), for the others to know.
   void report_ejection(const std::string& group, const InetAddress& address,
