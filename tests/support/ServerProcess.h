@@ -97,6 +97,9 @@ class ServerProcess {
     std::string binary = UCP_BIN_DIR "/proactor_test";
     int listen_fd = -1;               // >= 0: the child's fd 3, with LISTEN_FDS=1
     bool listen_pid_is_child = true;  // false: LISTEN_PID names the test process
+    // Non-empty: the child's arguments after the binary, instead of CONFIG and the --set
+    // overrides (a program with a command line of its own, e.g. bin/example_tcp_proxy).
+    std::vector<std::string> arguments;
   };
 
   explicit ServerProcess(std::vector<std::string> overrides = {}) {
@@ -162,6 +165,10 @@ class ServerProcess {
     for (const auto& o : options_.overrides) {
       args.push_back("--set");
       args.push_back(o);
+    }
+    if (!options_.arguments.empty()) {
+      args = {options_.binary};
+      args.insert(args.end(), options_.arguments.begin(), options_.arguments.end());
     }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
