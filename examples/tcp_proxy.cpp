@@ -6,7 +6,8 @@
 //   bin/test_client normal --port 8000
 //
 // Options (before the two arguments): --balance round_robin|least_conn|hash, --threads N,
-// --health tcp|http:/PATH, --send-proxy v1|v2, --accept-proxy. Ctrl-C stops it gracefully.
+// --health tcp|http:/PATH, --send-proxy v1|v2, --accept-proxy, --buffer-size BYTES. Ctrl-C
+// stops it gracefully.
 
 #include <csignal>
 #include <cstdio>
@@ -21,8 +22,8 @@ namespace {
 int usage() {
   std::fprintf(
       stderr,
-      "usage: example_tcp_proxy [--balance B] [--threads N] [--health H] "
-      "[--send-proxy v1|v2] [--accept-proxy] LISTEN_IP:PORT \"HOST:PORT [weight=N], ...\"\n");
+      "usage: example_tcp_proxy [--balance B] [--threads N] [--health H] [--send-proxy v1|v2] "
+      "[--accept-proxy] [--buffer-size N] IP:PORT \"HOST:PORT [weight=N], ...\"\n");
   return 2;
 }
 
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
       --arg;  // no value
     } else if (flag == "--balance" && ucp::proxy::parse_balance(value)) {
       group.balance = *ucp::proxy::parse_balance(value);
+    } else if (flag == "--buffer-size") {  // each loop's receive buffers: bytes per send
+      options.loop.provided_buffer_size = static_cast<uint32_t>(std::stoul(std::string(value)));
     } else if (flag == "--threads") {
       options.server.thread_num = static_cast<uint32_t>(std::stoul(std::string(value)));
     } else if (flag == "--health" && ucp::proxy::parse_health_check(value, group.health)) {
