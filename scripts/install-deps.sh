@@ -12,7 +12,7 @@ packages_for() {
     core) echo "cmake g++ make pkg-config python3 liburing-dev libfmt-dev libgtest-dev libgmock-dev node-llhttp zlib1g-dev" ;;
     test) echo "curl clang libclang-rt-14-dev haproxy" ;;
     interop) echo "libboost-dev" ;;  # + nodejs, npm and ws below
-    bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3 fio bc" ;;
+    bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light libnginx-mod-stream haproxy gnuplot-nox linux-perf python3 fio bc" ;;
     memcheck) echo "valgrind" ;;
     format) echo "clang-format-16" ;;
     *) echo "install-deps: unknown group '$1'" >&2; exit 2 ;;
