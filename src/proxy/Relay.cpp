@@ -1,11 +1,14 @@
 #include "ucp/proxy/Relay.h"
 
 #include <chrono>
+#include <coroutine>
+#include <exception>
+#include <utility>
 
 #include <sys/socket.h>
 
-#include "ucp/coro/WhenAll.h"
 #include "ucp/io/Timer.h"
+#include "ucp/memory/MemoryPool.h"
 #include "ucp/net/Socket.h"
 
 namespace ucp::proxy {
@@ -113,6 +116,53 @@ struct Session {
     }
   }
 
+  // The pumps' two awaits, each wrapping the connection's own awaiter and handling what ends a
+  // direction, so that a pump's frame holds one small awaiter and no Result per step.
+  struct Receive {  // true: bytes in the lease; false: the direction has ended
+    Session& session;
+    int direction;
+    TcpConnection::ReadAwaiter read;
+    bool await_ready() noexcept { return read.await_ready(); }
+    bool await_suspend(std::coroutine_handle<> caller) noexcept {
+      return read.await_suspend(caller);
+    }
+    bool await_resume() noexcept {
+      const Result<size_t> received = read.await_resume();
+      if (!received) {
+        session.failed(direction, received.error(), false);
+        return false;
+      }
+      if (*received == 0) {  // FIN: pass it on; the other direction goes on
+        if (!session.ended) session.side[1 - direction]->shutdown_write();
+        return false;
+      }
+      return !session.ended;
+    }
+  };
+  Receive receive(int direction, io::BufferLease& lease) noexcept {
+    return {*this, direction, side[direction]->receive_into(lease)};
+  }
+
+  struct Send {  // true: sent; false: the direction has ended
+    Session& session;
+    int direction;
+    TcpConnection::WriteAwaiter write;
+    bool await_ready() noexcept { return write.await_ready(); }
+    void await_suspend(std::coroutine_handle<> caller) noexcept {
+      session.writing[direction] = &write;  // stop() withdraws it
+      write.await_suspend(caller);
+    }
+    bool await_resume() noexcept {
+      session.writing[direction] = nullptr;
+      const Result<void> sent = write.await_resume();
+      if (!sent) session.failed(1 - direction, sent.error(), true);
+      return static_cast<bool>(sent);
+    }
+  };
+  Send send(int direction, const io::BufferLease& lease) noexcept {
+    return {*this, direction, side[1 - direction]->write_all(lease.bytes())};
+  }
+
   TcpConnection* side[2];
   RelayOptions options;
   RelayCounters* counters;
@@ -124,34 +174,90 @@ struct Session {
   bool ended = false;
 };
 
+// The two directions run as two coroutines of their own kind, each its own frame and nothing
+// more: relay() starts both and resumes when the second ends. when_all would add a frame of its
+// own and one wrapper per direction (about 400 pool bytes per relayed pair, kept as long as the
+// connection lives).
+struct Join {
+  std::coroutine_handle<> parent;
+  int running = 0;  // directions not finished, plus one for the parent while it starts them
+  std::exception_ptr exception;
+};
+
+class Direction {
+ public:
+  struct promise_type : PoolAllocated {
+    Join* join = nullptr;
+    struct Final {
+      bool await_ready() const noexcept { return false; }
+      std::coroutine_handle<> await_suspend(
+          std::coroutine_handle<promise_type> self) const noexcept {
+        Join& join = *self.promise().join;
+        return --join.running == 0 ? join.parent : std::noop_coroutine();
+      }
+      void await_resume() const noexcept {}
+    };
+    Direction get_return_object() noexcept {
+      return Direction(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    std::suspend_always initial_suspend() const noexcept { return {}; }
+    Final final_suspend() const noexcept { return {}; }
+    void return_void() const noexcept {}
+    void unhandled_exception() noexcept {
+      if (!join->exception) join->exception = std::current_exception();
+    }
+  };
+  Direction(Direction&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  Direction(const Direction&) = delete;
+  Direction& operator=(const Direction&) = delete;
+  Direction& operator=(Direction&&) = delete;
+  ~Direction() {
+    if (handle_) handle_.destroy();  // finished, or suspended when its loop shut down
+  }
+  void start(Join& join) {
+    handle_.promise().join = &join;
+    ++join.running;
+    handle_.resume();
+  }
+
+ private:
+  explicit Direction(std::coroutine_handle<promise_type> handle) noexcept : handle_(handle) {}
+  std::coroutine_handle<promise_type> handle_;
+};
+
+// Starts both directions; the parent resumes once both have ended (at once if they ended
+// while starting).
+struct BothDirections {
+  Join& join;
+  Direction& first;
+  Direction& second;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> parent) {
+    join.parent = parent;
+    join.running = 1;
+    first.start(join);
+    second.start(join);
+    return --join.running != 0;
+  }
+  void await_resume() const {
+    if (join.exception) std::rethrow_exception(join.exception);
+  }
+};
+
 // One direction: bytes from side `direction` to the other side, in the buffers the loop lends.
-Task<> pump(Session& s, int direction, io::BufferLease lease) {
-  TcpConnection& from = *s.side[direction];
-  TcpConnection& to = *s.side[1 - direction];
+Direction pump(Session& s, int direction, io::BufferLease lease) {
+  // Kept small: every relayed pair holds two of these frames for as long as it lives.
+  // No co_await inside && or ||: GCC 12 built that form of this loop so that it never ran.
   for (;;) {
     if (lease.empty()) {
-      auto received = co_await from.receive_into(lease);
-      if (!received) {
-        s.failed(direction, received.error(), false);
-        co_return;
-      }
-      if (*received == 0) {  // FIN: pass it on; the other direction goes on
-        if (!s.ended) to.shutdown_write();
-        co_return;
-      }
+      const bool received = co_await s.receive(direction, lease);
+      if (!received) co_return;
     }
     if (s.ended) co_return;
-    const size_t n = lease.size();
-    auto write = to.write_all(lease.bytes());
-    s.writing[direction] = &write;
-    auto sent = co_await write;
-    s.writing[direction] = nullptr;
+    const bool sent = co_await s.send(direction, lease);
+    if (!sent) co_return;
+    s.moved(direction, lease.size());
     lease.reset();  // the buffer goes back to the loop: its bytes are in the kernel
-    if (!sent) {
-      s.failed(1 - direction, sent.error(), true);
-      co_return;
-    }
-    s.moved(direction, n);
   }
 }
 
@@ -199,8 +305,10 @@ Task<RelayResult> relay(TcpConnection& client, TcpConnection& upstream, RelayOpt
   upstream.set_write_timeout_ms(options.idle_timeout_ms);
   Session session(client, upstream, options, counters);
   session.start();
-  co_await when_all(pump(session, kClient, std::move(first_to_upstream)),
-                    pump(session, kUpstream, io::BufferLease{}));
+  Join join;
+  Direction up = pump(session, kClient, std::move(first_to_upstream));
+  Direction down = pump(session, kUpstream, io::BufferLease{});
+  co_await BothDirections{join, up, down};
   co_return session.result;
 }
 

@@ -94,15 +94,77 @@ Upstreams::WorkerUpdate TcpProxy::reconfigure_with_upstreams(TcpProxyOptions opt
   };
 }
 
+// Everything from the client's first byte to an upstream connection ready to relay: a child
+// coroutine, so that what it needs on the way (the PROXY header, the addresses, the connect's
+// state) is not kept in the frame that lives as long as the relay.
+Task<std::optional<TcpProxy::Prepared>> TcpProxy::prepare(Worker& worker, TcpConnection& client) {
+  // Everything this connection needs from the options is taken now: a reconfiguration may
+  // replace them while it waits.
+  const TcpProxyOptions& options = *worker.options;
+  GroupRef group = worker.upstreams->find(options.upstream);
+  const bool accept_proxy = options.accept_proxy_protocol;
+  const uint32_t header_timeout_ms = options.proxy_header_timeout_ms;
+
+  Prepared prepared;
+  prepared.client = client.peer();
+  InetAddress destination;
+  if (accept_proxy) {
+    auto header = co_await read_proxy_header(client, header_timeout_ms, prepared.first);
+    if (!header) {
+      bump(worker.proxy_header_refused);
+      LOG_DEBUG("{}: no valid PROXY header: {}", prepared.client.to_string(),
+                header.error().message());
+      co_return std::nullopt;
+    }
+    if (!header->local) {
+      prepared.client = header->source;
+      destination = header->destination;
+    }
+  }
+  if (!group) {
+    bump(worker.no_server);
+    if (worker.warn_allowed(client.loop().now())) {
+      LOG_WARN("tcp proxy: no upstream group '{}': closing client connections",
+               worker.options->upstream);
+    }
+    co_return std::nullopt;
+  }
+  const ProxyProtocolVersion send_header = group->options().proxy_protocol;
+  // A multishot accept gives no peer address: ask the kernel, but only when it matters.
+  if (prepared.client.family() == AF_UNSPEC &&
+      (group->options().balance == Balance::kHash || send_header != ProxyProtocolVersion::kOff)) {
+    prepared.client = InetAddress::peer_of(client.fd()).value_or(prepared.client);
+  }
+  auto upstream = co_await connect_upstream(client.loop(), group, prepared.client);
+  if (!upstream) {
+    bump(worker.no_server);
+    if (worker.warn_allowed(client.loop().now())) {
+      LOG_WARN("upstream {}: {}: closing client connections", group->name(),
+               upstream.error().message());
+    }
+    co_return std::nullopt;
+  }
+  bump(worker.relayed);
+  const UpstreamGroupOptions& now = group->options();
+  prepared.relay = RelayOptions{now.idle_timeout_ms, now.total_timeout_ms};
+  prepared.upstream = std::move(*upstream);
+  if (send_header != ProxyProtocolVersion::kOff) {
+    if (destination.family() == AF_UNSPEC) {
+      destination = InetAddress::local_of(client.fd()).value_or(destination);
+    }
+    TcpConnection& server = *prepared.upstream.connection;
+    if (!co_await send_proxy_header(server, send_header, prepared.client, destination)) {
+      bump(worker.errors);
+      co_await server.close();
+      co_return std::nullopt;
+    }
+  }
+  co_return std::optional<Prepared>(std::move(prepared));
+}
+
 Task<> TcpProxy::serve(TcpConnection& client) {
   Worker* worker = worker_for(client.loop());
   if (worker == nullptr) co_return;
-  // Everything this connection needs from the options is taken now: a reconfiguration may
-  // replace them while it waits.
-  const TcpProxyOptions& options = *worker->options;
-  GroupRef group = worker->upstreams->find(options.upstream);
-  const bool accept_proxy = options.accept_proxy_protocol;
-  const uint32_t header_timeout_ms = options.proxy_header_timeout_ms;
   bump(worker->connections);
   bump(worker->active);
   struct Active {  // counted down also when the loop's shutdown destroys this frame
@@ -112,60 +174,11 @@ Task<> TcpProxy::serve(TcpConnection& client) {
     }
   } counted{worker->active};
 
-  InetAddress source = client.peer();
-  InetAddress destination;
-  io::BufferLease first;  // client bytes that came with the PROXY header
-  if (accept_proxy) {
-    auto header = co_await read_proxy_header(client, header_timeout_ms, first);
-    if (!header) {
-      bump(worker->proxy_header_refused);
-      LOG_DEBUG("{}: no valid PROXY header: {}", source.to_string(), header.error().message());
-      co_return;
-    }
-    if (!header->local) {
-      source = header->source;
-      destination = header->destination;
-    }
-  }
-  if (!group) {
-    bump(worker->no_server);
-    if (worker->warn_allowed(client.loop().now())) {
-      LOG_WARN("tcp proxy: no upstream group '{}': closing client connections",
-               worker->options->upstream);
-    }
-    co_return;
-  }
-  const ProxyProtocolVersion send_header = group->options().proxy_protocol;
-  // A multishot accept gives no peer address: ask the kernel, but only when it matters.
-  if (source.family() == AF_UNSPEC &&
-      (group->options().balance == Balance::kHash || send_header != ProxyProtocolVersion::kOff)) {
-    source = InetAddress::peer_of(client.fd()).value_or(source);
-  }
-  auto upstream = co_await connect_upstream(client.loop(), group, source);
-  if (!upstream) {
-    bump(worker->no_server);
-    if (worker->warn_allowed(client.loop().now())) {
-      LOG_WARN("upstream {}: {}: closing client connections", group->name(),
-               upstream.error().message());
-    }
-    co_return;
-  }
-  bump(worker->relayed);
-  TcpConnection& server = *upstream->connection;
-  const UpstreamGroupOptions& now = group->options();
-  const RelayOptions relay_options{now.idle_timeout_ms, now.total_timeout_ms};
-  if (send_header != ProxyProtocolVersion::kOff) {
-    if (destination.family() == AF_UNSPEC) {
-      destination = InetAddress::local_of(client.fd()).value_or(destination);
-    }
-    if (!co_await send_proxy_header(server, send_header, source, destination)) {
-      bump(worker->errors);
-      co_await server.close();
-      co_return;
-    }
-  }
+  std::optional<Prepared> prepared = co_await prepare(*worker, client);
+  if (!prepared) co_return;
+  TcpConnection& server = *prepared->upstream.connection;
   const RelayResult result =
-      co_await relay(client, server, relay_options, &worker->bytes, std::move(first));
+      co_await relay(client, server, prepared->relay, &worker->bytes, std::move(prepared->first));
   switch (result.end) {
     case RelayEnd::kClosed:
     case RelayEnd::kStopped:
@@ -183,8 +196,8 @@ Task<> TcpProxy::serve(TcpConnection& client) {
       bump(worker->errors);
       break;
   }
-  LOG_DEBUG("relay {} <-> {} ended: {}{}{} ({} bytes up, {} down)", source.to_string(),
-            upstream->peer->name(), to_string(result.end), result.error ? ": " : "",
+  LOG_DEBUG("relay {} <-> {} ended: {}{}{} ({} bytes up, {} down)", prepared->client.to_string(),
+            prepared->upstream.peer->name(), to_string(result.end), result.error ? ": " : "",
             result.error ? result.error.message() : std::string(), result.client_to_upstream,
             result.upstream_to_client);
   co_await server.close();

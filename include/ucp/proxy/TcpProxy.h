@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@
 #include "ucp/net/TcpConnection.h"
 #include "ucp/net/TcpServer.h"
 #include "ucp/proxy/Relay.h"
+#include "ucp/proxy/UpstreamConnector.h"
 #include "ucp/proxy/Upstreams.h"
 
 namespace ucp::proxy {
@@ -88,7 +90,15 @@ class TcpProxy {
 
  private:
   struct Worker;
+  /// A client connection ready to be relayed.
+  struct Prepared {
+    UpstreamConnection upstream;
+    io::BufferLease first;  // client bytes that came with its PROXY header
+    InetAddress client;     // from the PROXY header, else the connection's peer
+    RelayOptions relay;
+  };
   Worker* worker_for(EventLoop& loop) const noexcept;
+  Task<std::optional<Prepared>> prepare(Worker& worker, TcpConnection& client);
 
   TcpProxyOptions options_;  // until attach(); then each worker's copy
   Upstreams& upstreams_;
