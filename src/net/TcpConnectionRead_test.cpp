@@ -381,17 +381,20 @@ TEST(StopReading, AReaderAlreadyMadeReadyByNewsResumesOnce) {
       EXPECT_TRUE(test::send_text(peer_a->get(), "a"));
       std::this_thread::sleep_for(20ms);
     };
-    (*loop)->spawn([&]() -> Task<> {
+    // Named: a coroutine lambda's captures live in the lambda object, which must outlive it.
+    auto body = [&]() -> Task<> {
       co_await when_all(read_a(), read_b_then_stop_a(), send_both());
       co_await a.close();
       co_await b.close();
       done = true;
       (*loop)->stop();
-    }());
-    (*loop)->spawn([&]() -> Task<> {
+    };
+    auto watchdog = [&]() -> Task<> {
       co_await io::sleep_for(**loop, 10s);
       (*loop)->stop();
-    }());
+    };
+    (*loop)->spawn(body());
+    (*loop)->spawn(watchdog());
     (*loop)->run();
     EXPECT_TRUE(done);
     EXPECT_EQ(resumed_a, 1);
