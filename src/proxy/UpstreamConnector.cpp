@@ -19,6 +19,18 @@ class ProxyCategory : public std::error_category {
   }
 };
 
+// Failures of this process, not of the server: out of fds, memory or local ports, or the loop
+// short of submission room or stopping. Counting them against the server would eject healthy
+// servers whenever the gateway itself is short (fd exhaustion ejected every one), and another
+// server would fail the same way.
+bool local_failure(std::error_code error) noexcept {
+  return error == std::errc::too_many_files_open ||
+         error == std::errc::too_many_files_open_in_system || error == std::errc::no_buffer_space ||
+         error == std::errc::not_enough_memory || error == std::errc::address_not_available ||
+         error == std::errc::resource_unavailable_try_again ||
+         error == std::errc::operation_canceled;
+}
+
 }  // namespace
 
 const std::error_category& proxy_category() noexcept {
@@ -49,7 +61,7 @@ Task<Result<UpstreamConnection>> connect_upstream(EventLoop& loop, GroupRef grou
       co_return UpstreamConnection{std::move(*connection), std::move(peer), attempts};
     }
     last = connection.error();
-    if (last == std::errc::operation_canceled) break;
+    if (local_failure(last)) break;
     group->report_failure(*peer, loop.now());
   }
   co_return Unexpected{last};

@@ -2,7 +2,9 @@
 // connect_upstream(): a connection to a server of a group, for one client. It picks a server
 // (the group's balance, skipping ejected and failing ones), connects within connect_timeout_ms,
 // and when that fails reports the failure (passive health) and tries another server, up to
-// connect_tries servers, never one twice.
+// connect_tries servers, never one twice. A failure of this process rather than the server's
+// (out of fds, memory or local ports; the loop stopping) is returned at once, counted against
+// no server.
 //
 //   auto upstream = co_await connect_upstream(loop, group, client_address);
 //   if (!upstream) ...   // ProxyErrc::kNoServer: nothing available (HTTP 503); timed_out (504);
