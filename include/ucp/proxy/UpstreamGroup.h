@@ -55,7 +55,7 @@ struct GroupSnapshot {
 /// One worker's state of one server address.
 class PeerState : public BalancerPeer {
  public:
-  PeerState(const UpstreamPeer& peer) : address_(peer.address), name_(peer.name) {
+  explicit PeerState(const UpstreamPeer& peer) : address_(peer.address), name_(peer.name) {
     weight = peer.weight;
   }
   PeerState(const PeerState&) = delete;
