@@ -19,7 +19,7 @@ packages_for() {
     runtime) echo "liburing2 libfmt9 zlib1g libssl3" ;;
     test) echo "curl clang libclang-rt-14-dev haproxy prometheus wrk" ;;  # prometheus: promtool
     interop) echo "libboost-dev" ;;  # + nodejs, npm and ws below
-    bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light gnuplot-nox linux-perf python3 fio bc" ;;
+    bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light libnginx-mod-stream haproxy gnuplot-nox linux-perf python3 fio bc" ;;
     memcheck) echo "valgrind" ;;
     format) echo "clang-format-16" ;;
     *) echo "install-deps: unknown group '$1'" >&2; exit 2 ;;

@@ -161,6 +161,9 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
     detail::LoopAccess::cancel(r.loop(), single_shot_->op);  // its completion resumes us
     return;
   }
+  // The stream's news has already made this reader ready (its resumption is queued in this
+  // iteration): the data won the race, and a second resumption would run a finished frame.
+  if (!r.stream_.has_waiter()) return;
   r.waiting_ = nullptr;
   r.stream_.drop_waiter();  // the stream keeps receiving for the next read
   r.loop().cancel_timer(r.deadline());
@@ -182,12 +185,16 @@ void StreamReader::stop(std::errc reason) noexcept {
   stop_reason_ = reason;
   loop().cancel_timer(deadline());
   ReadAwaiter* reader = std::exchange(waiting_, nullptr);
+  // A multishot reader may be made ready already by news that came in this iteration (a
+  // completion, before the timers and the coroutines that can call stop() run): it is resumed
+  // once, by that, and reads `reason` all the same.
+  const bool resumed_already = multishot_ && !stream_.has_waiter();
   if (multishot_) stream_.stop();  // drops a waiting reader without resuming it
   if (reader == nullptr) return;
   if (reader->mode_ == ReadAwaiter::Mode::kSingleShot) {
     // Its completion (-ECANCELED, or data that won the race) resumes it.
     detail::LoopAccess::cancel(loop(), reader->single_shot_->op);
-  } else {
+  } else if (!resumed_already) {
     loop().schedule(reader->caller_);  // resumes now with `reason`
   }
 }

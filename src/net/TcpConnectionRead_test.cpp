@@ -21,8 +21,10 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include "ucp/coro/WhenAll.h"
 #include "ucp/io/Operations.h"
 #include "ucp/io/WithTimeout.h"
+#include "ucp/net/Socket.h"
 #include "ucp/net/TcpServer.h"
 
 #include "Backends.h"
@@ -330,6 +332,73 @@ TEST_P(ReceivePauses, AReadEndedByItsDeadlineLeavesTheConnectionReadable) {
   runner.join();
   EXPECT_EQ(report.first_error.load(), static_cast<int>(std::errc::timed_out));
   EXPECT_EQ(report.finished.load(), 1);
+}
+
+// ---- stop_reading() on a reader that news made ready in the same iteration ----
+
+// Two connections of one loop receive in one iteration; the coroutine that runs first stops
+// the other connection's reads, whose receive completion has already made its reader ready.
+// That reader must resume once (a relay stopping both sides when one ends does this): resuming
+// it a second time would run a frame that has moved on, or finished.
+TEST(StopReading, AReaderAlreadyMadeReadyByNewsResumesOnce) {
+  for (BackendKind backend : {BackendKind::kIoUring, BackendKind::kEpoll}) {
+    if (!test::backend_unusable(backend).empty()) continue;
+    SCOPED_TRACE(test::backend_label(backend));
+    LoopOptions options;
+    options.backend = backend;
+    options.ring_entries = 64;
+    options.provided_buffers_count = 16;
+    auto loop = EventLoop::create(options);
+    ASSERT_TRUE(loop);
+    auto listener = listen_on(*InetAddress::parse("127.0.0.1", 0), {});
+    ASSERT_TRUE(listener);
+    const uint16_t port = InetAddress::local_of(listener->get())->port();
+    auto peer_a = test::connect_loopback(port);
+    auto peer_b = test::connect_loopback(port);
+    ASSERT_TRUE(peer_a && peer_b);
+    UniqueFd fd_a(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    UniqueFd fd_b(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    TcpConnection a(**loop, std::move(fd_a), InetAddress{}, 0);
+    TcpConnection b(**loop, std::move(fd_b), InetAddress{}, 0);
+    int resumed_a = 0;
+    std::error_code a_result;
+    bool done = false;
+    auto read_a = [&]() -> Task<> {
+      BufferLease lease;
+      auto n = co_await a.receive_into(lease);
+      ++resumed_a;
+      if (!n) a_result = n.error();
+    };
+    auto read_b_then_stop_a = [&]() -> Task<> {
+      BufferLease lease;
+      (void)co_await b.receive_into(lease);
+      a.stop_reading();  // a's news is in: its reader is ready, not yet resumed
+    };
+    auto send_both = [&]() -> Task<> {
+      co_await io::sleep_for(**loop, 1ms);  // both readers wait by now
+      // Both sockets get their bytes before the loop polls again: one iteration sees both.
+      EXPECT_TRUE(test::send_text(peer_b->get(), "b"));
+      EXPECT_TRUE(test::send_text(peer_a->get(), "a"));
+      std::this_thread::sleep_for(20ms);
+    };
+    // Named: a coroutine lambda's captures live in the lambda object, which must outlive it.
+    auto body = [&]() -> Task<> {
+      co_await when_all(read_a(), read_b_then_stop_a(), send_both());
+      co_await a.close();
+      co_await b.close();
+      done = true;
+      (*loop)->stop();
+    };
+    auto watchdog = [&]() -> Task<> {
+      co_await io::sleep_for(**loop, 10s);
+      (*loop)->stop();
+    };
+    (*loop)->spawn(body());
+    (*loop)->spawn(watchdog());
+    (*loop)->run();
+    EXPECT_TRUE(done);
+    EXPECT_EQ(resumed_a, 1);
+  }
 }
 
 }  // namespace

@@ -255,6 +255,13 @@ uint64_t TcpServer::ring_hand_offs() const noexcept {
   return ring_hand_off_ ? ring_hand_off_->delivered() : 0;
 }
 
+std::vector<EventLoop*> TcpServer::worker_loops() const {
+  std::vector<EventLoop*> loops;
+  loops.reserve(workers_.size());
+  for (const auto& worker : workers_) loops.push_back(worker->loop);
+  return loops;
+}
+
 std::string TcpServer::describe_loops() const {
   if (workers_.empty()) return main_loop_ ? main_loop_->describe() : std::string("not started");
   std::string text =

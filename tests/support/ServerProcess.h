@@ -98,6 +98,10 @@ class ServerProcess {
     int listen_fd = -1;                  // >= 0: the child's fd 3, with LISTEN_FDS=1
     bool listen_pid_is_child = true;     // false: LISTEN_PID names the test process
     std::vector<std::string> arguments;  // after CONFIG and the --set overrides
+    // Non-empty: the child's whole command line after the binary, instead of CONFIG, the --set
+    // overrides and `arguments` (a program with a command line of its own, e.g.
+    // bin/example_tcp_proxy).
+    std::vector<std::string> command_line;
   };
 
   explicit ServerProcess(std::vector<std::string> overrides = {}) {
@@ -165,6 +169,10 @@ class ServerProcess {
       args.push_back(o);
     }
     args.insert(args.end(), options_.arguments.begin(), options_.arguments.end());
+    if (!options_.command_line.empty()) {
+      args = {options_.binary};
+      args.insert(args.end(), options_.command_line.begin(), options_.command_line.end());
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

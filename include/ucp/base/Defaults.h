@@ -50,4 +50,19 @@ inline constexpr uint32_t kHeaderTimeoutMs = 10000;
 inline constexpr uint32_t kKeepaliveTimeoutMs = 75000;
 inline constexpr uint32_t kSendTimeoutMs = 60000;
 
+// [gateway] / proxy::TcpProxyOptions, [upstream.NAME] / proxy::UpstreamGroupOptions
+inline constexpr uint32_t kUpstreamConnectTimeoutMs = 3000;
+inline constexpr uint32_t kUpstreamIdleTimeoutMs = 60000;
+inline constexpr uint32_t kUpstreamTotalTimeoutMs =
+    0;                                            // 0 = a relayed connection may last for ever
+inline constexpr uint32_t kUpstreamMaxFails = 3;  // 0 = no passive health
+inline constexpr uint32_t kUpstreamFailTimeoutMs = 10000;
+inline constexpr uint32_t kUpstreamConnectTries = 3;  // servers tried per client connection
+inline constexpr uint32_t kHealthIntervalMs = 2000;
+inline constexpr uint32_t kHealthRise = 2;  // passes that bring a failing server back (HAProxy's)
+inline constexpr uint32_t kHealthFall = 3;  // failures that take a server out (HAProxy's)
+inline constexpr uint32_t kUpstreamResolveIntervalMs = 30000;
+inline constexpr uint32_t kUpstreamKeepalive = 32;
+inline constexpr uint32_t kProxyHeaderTimeoutMs = 3000;  // PROXY protocol header from a balancer
+
 }  // namespace ucp::defaults

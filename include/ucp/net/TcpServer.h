@@ -132,6 +132,9 @@ class TcpServer {
   /// One line naming the backend and what the worker loops run with (after start()).
   std::string describe_loops() const;
   EventLoop& main_loop() noexcept { return *main_loop_; }
+  /// The worker loops, in order (after start()): components that keep state per worker (a
+  /// proxy's view of its upstreams) set it up before run() and reach it with post() later.
+  std::vector<EventLoop*> worker_loops() const;
   size_t connection_count() const noexcept { return live_.load(std::memory_order_relaxed); }
   uint64_t rejected_connections() const noexcept {
     return rejected_.load(std::memory_order_relaxed);

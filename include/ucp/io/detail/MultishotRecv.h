@@ -52,6 +52,9 @@ class MultishotRecv : private Operation {
   bool wait(std::coroutine_handle<> reader) noexcept;
   /// Forgets a waiting reader without resuming it (its owner resumes it another way).
   void drop_waiter() noexcept { waiter_ = {}; }
+  /// A reader waits for news. False once a completion has handed it to the loop to resume,
+  /// which happens before it runs: whoever would resume it another way must not then.
+  bool has_waiter() const noexcept { return static_cast<bool>(waiter_); }
   /// Ends the receive for good; queued data stays readable. Its last completion still arrives.
   void stop() noexcept;
 
