@@ -70,10 +70,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   int status = 1;
-  (*loop)->spawn([](ucp::EventLoop& l, const char* from, const char* to, int& out) -> ucp::Task<> {
+  loop->spawn([](ucp::EventLoop& l, const char* from, const char* to, int& out) -> ucp::Task<> {
     out = co_await copy(l, from, to);
     l.stop();
   }(**loop, argv[1], argv[2], status));
-  (*loop)->run();
+  loop->run();
   return status;
 }

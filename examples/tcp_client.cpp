@@ -19,17 +19,17 @@ ucp::Task<> talk(ucp::EventLoop& loop, std::string host, uint16_t port) {
     std::printf("connect to %s:%u: %s\n", host.c_str(), port, conn.error().message().c_str());
     co_return;
   }
-  std::printf("connected to %s\n", (*conn)->peer().to_string().c_str());
+  std::printf("connected to %s\n", conn->peer().to_string().c_str());
 
   const std::string line = "hello from ucp\n";
-  if (auto sent = co_await (*conn)->write_all(std::span(line)); !sent) {
+  if (auto sent = co_await conn->write_all(std::span(line)); !sent) {
     std::printf("write: %s\n", sent.error().message().c_str());
     co_return;  // dropping the connection closes it in the background
   }
   std::string reply;
   while (reply.find('\n') == std::string::npos) {
     char buffer[256];
-    auto n = co_await (*conn)->read(buffer);
+    auto n = co_await conn->read(buffer);
     if (!n || *n == 0) {  // timed_out after 1 s without data, an error, or the peer closed
       std::printf("read: %s\n", n ? "closed by the peer" : n.error().message().c_str());
       co_return;
@@ -37,7 +37,7 @@ ucp::Task<> talk(ucp::EventLoop& loop, std::string host, uint16_t port) {
     reply.append(buffer, *n);
   }
   std::printf("got %s", reply.c_str());
-  co_await (*conn)->close();
+  co_await conn->close();
 }
 
 }  // namespace
@@ -52,9 +52,9 @@ int main(int argc, char** argv) {
                  ucp::EventLoop::describe_setup_error(loop.error(), options).c_str());
     return 1;
   }
-  (*loop)->spawn([](ucp::EventLoop& l, std::string h, uint16_t p) -> ucp::Task<> {
+  loop->spawn([](ucp::EventLoop& l, std::string h, uint16_t p) -> ucp::Task<> {
     co_await talk(l, std::move(h), p);
     l.stop();
   }(**loop, std::move(host), port));
-  (*loop)->run();
+  loop->run();
 }

@@ -30,9 +30,9 @@ ucp::Task<> rounds(ucp::EventLoop& loop, uint16_t port) {
     auto ticks = co_await every.tick();  // > 1 if a round overran its period
     if (!ticks) co_return;
     std::string line = "round " + std::to_string(round) + "\n";
-    if (!co_await (*conn)->write(std::span(line))) co_return;  // copied and queued
+    if (!co_await conn->write(std::span(line))) co_return;  // copied and queued
     char reply[256];
-    auto n = co_await ucp::with_timeout((*conn)->read(reply), 1s);
+    auto n = co_await ucp::with_timeout(conn->read(reply), 1s);
     if (!n || *n == 0) {
       std::printf("read: %s\n", n ? "closed" : n.error().message().c_str());  // timed out?
       co_return;
@@ -41,7 +41,7 @@ ucp::Task<> rounds(ucp::EventLoop& loop, uint16_t port) {
                 static_cast<int>(*n), reply);
   }
   co_await ucp::io::sleep_for(loop, 100ms);  // the loop's timer heap: no kernel timer object
-  co_await (*conn)->close();
+  co_await conn->close();
 }
 
 }  // namespace
@@ -59,9 +59,9 @@ int main(int argc, char** argv) {
                  ucp::EventLoop::describe_setup_error(loop.error(), options).c_str());
     return 1;
   }
-  (*loop)->spawn([](ucp::EventLoop& l, uint16_t p) -> ucp::Task<> {
+  loop->spawn([](ucp::EventLoop& l, uint16_t p) -> ucp::Task<> {
     co_await rounds(l, p);
     l.stop();
   }(**loop, port));
-  (*loop)->run();
+  loop->run();
 }

@@ -21,12 +21,12 @@ ucp::Task<> serve(ucp::EventLoop& loop, ucp::InetAddress address) {
     LOG_ERROR("bind {}: {}", address.to_string(), socket.error().message());
     co_return;  // the program ends
   }
-  LOG_INFO("listening on {} (udp, {})", (*socket)->local_address().to_string(),
-           (*socket)->multishot() ? "batched receives" : "one recvmsg at a time");
+  LOG_INFO("listening on {} (udp, {})", socket->local_address().to_string(),
+           socket->multishot() ? "batched receives" : "one recvmsg at a time");
   std::array<ucp::ReceivedDatagram, 64> batch;
   std::array<ucp::OutgoingDatagram, 64> replies;
   for (;;) {
-    auto n = co_await (*socket)->receive_batch(batch);  // waits for at least one
+    auto n = co_await socket->receive_batch(batch);  // waits for at least one
     if (!n) {
       if (n.error() == std::errc::operation_canceled) break;  // a stop signal
       continue;  // one datagram's error; the socket goes on
@@ -34,10 +34,10 @@ ucp::Task<> serve(ucp::EventLoop& loop, ucp::InetAddress address) {
     for (size_t i = 0; i < *n; ++i) {
       replies[i] = {batch[i].data.bytes(), batch[i].source, batch[i].source_length};
     }
-    co_await (*socket)->send_batch(std::span(replies.data(), *n));
+    co_await socket->send_batch(std::span(replies.data(), *n));
     for (size_t i = 0; i < *n; ++i) batch[i] = {};  // the buffers go back to the loop
   }
-  co_await (*socket)->close();
+  co_await socket->close();
 }
 
 }  // namespace

@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
   }
   std::optional<ucp::File> opened;
   const auto start = Clock::now();
-  (*loop)->spawn([](ucp::EventLoop& l, std::string p, bool d, std::optional<ucp::File>& out, Run& r,
-                    size_t q, double s) -> ucp::Task<> {
+  loop->spawn([](ucp::EventLoop& l, std::string p, bool d, std::optional<ucp::File>& out, Run& r,
+                 size_t q, double s) -> ucp::Task<> {
     auto f = co_await ucp::File::open(l, p, O_RDONLY | (d ? O_DIRECT : 0));
     auto size = f ? f->size() : ucp::Result<uint64_t>(0);
     if (!f || !size || *size < r.block) {
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     r.running = q;
     for (size_t i = 0; i < q; ++i) l.spawn(reader(l, *out, r, i));
   }(**loop, path, direct, opened, run, depth, seconds));
-  (*loop)->run();
+  loop->run();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf("reads %llu seconds %.3f\n", static_cast<unsigned long long>(run.reads), elapsed);
   return run.failed ? 1 : 0;

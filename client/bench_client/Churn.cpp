@@ -57,7 +57,7 @@ class UcpChurn final : public ChurnThread {
       counters_.connect_errors.fetch_add(slots_.size());
       return;
     }
-    loop_ = loop->get();
+    loop_ = loop.value().get();
     for (size_t i = 0; i < slots_.size(); ++i) loop_->spawn(cycle(i));
     loop_->spawn(supervise());
     loop_->run();
@@ -105,9 +105,9 @@ class UcpChurn final : public ChurnThread {
         co_await ucp::io::sleep_for(*loop_, std::chrono::nanoseconds(kChurnRetryBackoffNs));
         continue;
       }
-      ucp::set_linger_reset((*conn)->fd());
+      ucp::set_linger_reset(conn->fd());
       const bool echoed = co_await echo(slot, **conn, buffer);
-      co_await (*conn)->close();  // RST: the server's next read ends the connection
+      co_await conn->close();  // RST: the server's next read ends the connection
       if (echoed) {
         const int64_t now = now_ns();
         if (now >= shared_.record_start_ns && now < shared_.end_ns) {

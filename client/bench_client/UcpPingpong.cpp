@@ -123,7 +123,7 @@ class UcpPingpong final : public PingpongThread {
       fail_ramp();
       return;
     }
-    loop_ = loop->get();
+    loop_ = loop.value().get();
     gate_.emplace(*loop_);
     loop_->spawn(supervise());
     loop_->run();  // returns with every connection closed and every frame gone
@@ -595,8 +595,8 @@ bool ucp_backend_available(ucp::BackendKind backend, std::string* why) {
     if (why) *why = EventLoop::describe_setup_error(loop.error(), options);
     return false;
   }
-  if ((*loop)->backend_kind() != backend) {
-    if (why) *why = std::string("a loop asked for it runs ") + (*loop)->backend_name();
+  if (loop->backend_kind() != backend) {
+    if (why) *why = std::string("a loop asked for it runs ") + loop->backend_name();
     return false;
   }
   return true;

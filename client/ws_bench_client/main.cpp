@@ -119,11 +119,11 @@ ucp::Task<> connection(ucp::EventLoop& loop, const Options& o, const std::string
     const auto bytes = std::as_bytes(std::span(payload.data(), payload.size()));
     while (static_cast<Phase>(shared.phase.load(std::memory_order_relaxed)) != Phase::kStop) {
       const int64_t start = bench::now_ns();
-      if (!co_await (*ws)->send_binary(bytes)) {
+      if (!co_await ws->send_binary(bytes)) {
         ++result.errors;
         break;
       }
-      auto echo = co_await (*ws)->receive();  // no timer per message: the script bounds a run
+      auto echo = co_await ws->receive();  // no timer per message: the script bounds a run
       if (!echo || echo->data.size() != o.size ||
           std::memcmp(echo->data.data(), payload.data(), o.size) != 0) {
         ++result.errors;
@@ -134,7 +134,7 @@ ucp::Task<> connection(ucp::EventLoop& loop, const Options& o, const std::string
         result.latency.record(bench::now_ns() - start);
       }
     }
-    (void)co_await (*ws)->close();  // bounded by close_timeout_ms
+    (void)co_await ws->close();  // bounded by close_timeout_ms
   }
   if (--live == 0) loop.stop();
 }
@@ -163,9 +163,9 @@ int main(int argc, char** argv) {
       for (uint32_t id = t; id < o.conns; id += o.threads) ++live;
       const uint32_t mine = live;
       for (uint32_t id = t; id < o.conns; id += o.threads) {
-        (*loop)->spawn(connection(**loop, o, url, shared, results[t], id, live));
+        loop->spawn(connection(**loop, o, url, shared, results[t], id, live));
       }
-      if (mine > 0) (*loop)->run();
+      if (mine > 0) loop->run();
     });
   }
   // Ramp: until every connection is open or failed (bounded).

@@ -1,5 +1,6 @@
 #include "ucp/base/Result.h"
 
+#include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -20,6 +21,26 @@ TEST(Result, HoldsValueOrError) {
   EXPECT_FALSE(failed);
   EXPECT_EQ(failed.error(), std::errc::timed_out);
   EXPECT_EQ(failed.value_or("fallback"), "fallback");
+}
+
+struct Counter {
+  int count = 0;
+  int next() { return ++count; }
+};
+
+// A factory's Result<std::unique_ptr<T>> is used as the T: -> goes through the owner.
+TEST(Result, ArrowReachesTheObjectAPointerLikeValueOwns) {
+  Result<std::unique_ptr<Counter>> made = std::make_unique<Counter>();
+  ASSERT_TRUE(made);
+  EXPECT_EQ(made->next(), 1);
+  EXPECT_EQ(made->count, 1);
+  const auto& seen = made;
+  EXPECT_EQ(seen->count, 1);
+  std::unique_ptr<Counter> owner = std::move(*made);  // * is still the owner
+  EXPECT_EQ(owner->count, 1);
+
+  Result<std::string> text = std::string("abc");  // any other T: -> is the value's own
+  EXPECT_EQ(text->size(), 3u);
 }
 
 TEST(Result, ConvertsKernelResults) {

@@ -163,7 +163,7 @@ Result<LoadedCertificate, Error> load_certificate(const CertificateFiles& files)
   if (!key) return Failure{key.error()};
   X509* leaf = (*chain)[0].get();
   ERR_clear_error();
-  if (X509_check_private_key(leaf, key->get()) != 1) {
+  if (X509_check_private_key(leaf, (*key).get()) != 1) {
     ERR_clear_error();
     return Failure{Error("private key file " + files.private_key +
                          " does not match certificate file " + files.certificate)};

@@ -8,8 +8,14 @@
 //                                Error carries one line saying what failed and what to do,
 //                                and the std::error_code it came from when there is one
 //
-// Mirrors the part of std::expected<T, E> UCP uses (has_value, *, ->, error(), value_or), so
-// that it can become an alias when the project moves to C++23.
+// Mirrors the part of std::expected<T, E> UCP uses (has_value, *, ->, error(), value_or), with
+// one difference: when T is itself a pointer-like owner (std::unique_ptr, ClientConnection),
+// -> reaches the object it owns, so a factory's result is used as the object:
+//
+//   auto conn = co_await TcpClient::connect(loop, "10.0.0.7", 9000);   // Result<ClientConnection>
+//   if (!conn) co_return;
+//   co_await conn->write_all(request);     // not (*conn)->write_all(...)
+//   ClientConnection owner = std::move(*conn);                     // * is still the owner
 
 #include <cerrno>
 #include <cstddef>
@@ -49,6 +55,12 @@ struct Unexpected<std::error_code> {
 
 Unexpected(std::errc) -> Unexpected<std::error_code>;
 
+namespace detail {
+/// A type whose operator-> C++ applies again (std::unique_ptr, std::shared_ptr, ...).
+template <class T>
+concept PointerLike = requires(const T& owner) { owner.operator->(); };
+}  // namespace detail
+
 template <class T, class E = std::error_code>
 class [[nodiscard]] Result {
  public:
@@ -65,8 +77,22 @@ class [[nodiscard]] Result {
   T& operator*() & noexcept { return value(); }
   const T& operator*() const& noexcept { return value(); }
   T&& operator*() && noexcept { return std::move(*this).value(); }
-  T* operator->() noexcept { return &value(); }
-  const T* operator->() const noexcept { return &value(); }
+  /// The value's members; for a pointer-like T, the members of what it points to (C++ applies
+  /// the owner's own operator-> next).
+  decltype(auto) operator->() noexcept {
+    if constexpr (detail::PointerLike<T>) {
+      return (value());
+    } else {
+      return &value();
+    }
+  }
+  decltype(auto) operator->() const noexcept {
+    if constexpr (detail::PointerLike<T>) {
+      return (value());
+    } else {
+      return &value();
+    }
+  }
   /// The error; E{} when there is a value.
   E error() const {
     if (has_value()) return E{};

@@ -6,9 +6,9 @@
 //   options.connect_timeout_ms = 3000;                  // resolution + every address tried
 //   auto conn = co_await ucp::TcpClient::connect(loop, "example.com", 80, options);
 //   if (!conn) co_return log(conn.error().message());   // connection_refused, timed_out, ...
-//   co_await (*conn)->write_all(request);
-//   auto n = co_await (*conn)->read(buffer);            // options.read_timeout_ms applies
-//   co_await (*conn)->close();                          // or just drop it: see ClientConnection
+//   co_await conn->write_all(request);
+//   auto n = co_await conn->read(buffer);            // options.read_timeout_ms applies
+//   co_await conn->close();                          // or just drop it: see ClientConnection
 //
 // - Numeric hosts ("10.0.0.7", "::1", "[::1]") are parsed on the spot: no resolver round trip
 //   and no allocation beyond the connection. Other names go to a Resolver (getaddrinfo on its

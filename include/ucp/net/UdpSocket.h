@@ -6,10 +6,10 @@
 //   std::array<ucp::ReceivedDatagram, 64> batch;
 //   std::array<ucp::OutgoingDatagram, 64> replies;
 //   for (;;) {                                           // an echo
-//     auto n = co_await (*socket)->receive_batch(batch); // >= 1 datagram, payloads lent
+//     auto n = co_await socket->receive_batch(batch); // >= 1 datagram, payloads lent
 //     if (!n) break;
 //     for (size_t i = 0; i < *n; ++i) replies[i] = {batch[i].data.bytes(), batch[i].source};
-//     co_await (*socket)->send_batch(std::span(replies).first(*n));  // one submission
+//     co_await socket->send_batch(std::span(replies).first(*n));  // one submission
 //   }
 //
 // Receiving: where the loop has receive buffers that hold the largest datagram this socket
