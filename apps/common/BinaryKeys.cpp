@@ -5,6 +5,7 @@
 
 #include "ucp/app/Config.h"
 #include "ucp/app/ServerSections.h"
+#include "ucp/base/Defaults.h"
 
 namespace ucp::app {
 namespace {
@@ -53,6 +54,11 @@ void declare_binary_keys(ConfigSchema& schema) {
       .non_empty()
       .check(check_index);
   schema.check(check_connection_memory);
+  // The original configuration's idle timeout (config/ucp.conf); bin/test_client idle counts
+  // on it. A library program's default is longer (docs/config.md).
+  const std::string read_timeout =
+      "server.read_timeout_ms=" + std::to_string(defaults::kBinariesReadTimeoutMs);
+  schema.set_defaults({read_timeout});
 }
 
 }  // namespace ucp::app

@@ -36,9 +36,10 @@ UdpEchoServer::UdpEchoServer(const ServerOptions& options, uint32_t receive_buff
 
 void raise_udp_echo_buffers(const Config& config, LoopOptions& loop) {
   if (config.get<std::string>("server.protocol") != "udp_echo") return;
-  if (loop.provided_buffers_count == 0 || loop.provided_buffer_size >= kUdpEchoBufferBytes) return;
+  const uint32_t count = loop.provided_buffers_count.value_or(0);
+  if (count == 0 || loop.provided_buffer_size >= kUdpEchoBufferBytes) return;
   loop.provided_buffer_size = kUdpEchoBufferBytes;
-  loop.provided_buffers_count = std::min(loop.provided_buffers_count, kUdpEchoBuffers);
+  loop.provided_buffers_count = std::min(count, kUdpEchoBuffers);
 }
 
 UdpEchoServer::~UdpEchoServer() {

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 
 #include "ucp/base/Defaults.h"
+#include "ucp/log/Logger.h"
 
 namespace ucp::app {
 namespace {
@@ -134,6 +135,18 @@ void declare_log(ConfigSchema& schema) {
   l.choice("queue_full_policy", "block", {"block", "drop"},
            "when that queue is full: block the caller | drop the record")
       .noun("a policy");
+  l.choice("format", "text", {"text", "json"},
+           "text: one line per record | json: one JSON object per line (time, level, tid, file, "
+           "line, message)")
+      .noun("a log format");
+  l.choice("time_format", "local", {"local", "iso8601", "utc"},
+           "local: 2026-11-23 10:55:49.123456 | iso8601: local time with its UTC offset, "
+           "2026-11-23T10:55:49.123456+01:00 | utc: 2026-11-23T09:55:49.123456Z")
+      .noun("a time format");
+  l.choice("journald", "auto", {"auto", "on", "off"},
+           "start each console line with its syslog priority (<6>) for systemd's journal; auto: "
+           "when stdout is the journal (JOURNAL_STREAM)")
+      .noun("a journald setting");
   l.duration("stats_interval_ms", {}, {}, kOneDay,
              "one stats line at INFO this often (connections, bytes, requests); 0 = none");
 }
@@ -208,6 +221,15 @@ LogOptions log_options(const Config& c) {
   o.queue_full_policy = c.get<std::string>("log.queue_full_policy") == "drop"
                             ? QueueFullPolicy::kDrop
                             : QueueFullPolicy::kBlock;
+  o.format = c.get<std::string>("log.format") == "json" ? LogFormat::kJson : LogFormat::kText;
+  const std::string time_format = c.get<std::string>("log.time_format");
+  o.time_format = time_format == "iso8601" ? LogTimeFormat::kIso8601
+                  : time_format == "utc"   ? LogTimeFormat::kUtc
+                                           : LogTimeFormat::kLocal;
+  const std::string journald = c.get<std::string>("log.journald");
+  o.journald = journald == "on"    ? JournalPrefix::kOn
+               : journald == "off" ? JournalPrefix::kOff
+                                   : JournalPrefix::kAuto;
   return o;
 }
 
@@ -232,9 +254,9 @@ std::string describe_startup(const StartupMemory& memory, const LoopOptions& loo
     if (!parts.empty()) parts += ", ";
     parts += part;
   };
-  if (loop.provided_buffers_count > 0) {
-    add(std::to_string(loop.provided_buffers_count) + " x " +
-        std::to_string(loop.provided_buffer_size) + " B provided buffers");
+  if (const uint32_t count = loop.provided_buffers_count.value_or(0); count > 0) {
+    add(std::to_string(count) + " x " + std::to_string(loop.provided_buffer_size) +
+        " B provided buffers");
   }
   if (loop.registered_buffers_count > 0) {
     add(std::to_string(loop.registered_buffers_count) + " x " +
@@ -251,7 +273,7 @@ std::string describe_startup(const StartupMemory& memory, const LoopOptions& loo
 // The keys worth lowering, in the order of the description.
 std::string startup_knobs(const LoopOptions& loop, const LogOptions& log) {
   std::string knobs = "server.thread_num";
-  if (loop.provided_buffers_count > 0) {
+  if (loop.provided_buffers_count.value_or(0) > 0) {
     knobs += ", event_loop.provided_buffers_count, provided_buffer_size";
   }
   if (loop.registered_buffers_count > 0) {
@@ -330,8 +352,8 @@ StartupMemory startup_memory(const ServerOptions& server, const LoopOptions& loo
   StartupMemory memory;
   memory.workers = server.thread_num == 0 ? machine.cpus : server.thread_num;
   memory.per_worker = uint64_t{loop.ring_entries} * kRingBytesPerEntry;
-  memory.per_worker +=
-      uint64_t{loop.provided_buffers_count} * (loop.provided_buffer_size + kBufferRingEntryBytes);
+  memory.per_worker += uint64_t{loop.provided_buffers_count.value_or(0)} *
+                       (loop.provided_buffer_size + kBufferRingEntryBytes);
   memory.per_worker += uint64_t{loop.registered_buffers_count} * loop.registered_buffer_size;
   memory.shared = std::min<uint64_t>(loop.ring_entries, kAcceptRingEntries) * kRingBytesPerEntry;
   if (log.async)

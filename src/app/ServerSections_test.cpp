@@ -138,7 +138,9 @@ TEST_F(Sections, DefaultsAreTheOptionStructsDefaults) {
     EXPECT_EQ(s.loop.sqpoll_idle_ms, loop.sqpoll_idle_ms);
     EXPECT_EQ(s.loop.pending_queue_capacity, loop.pending_queue_capacity);
     EXPECT_EQ(s.loop.defer_taskrun, loop.defer_taskrun);
-    // A bare LoopOptions maps no receive buffers; a server's loops get the binaries' count.
+    // A bare LoopOptions leaves the receive buffers to the loop's purpose (a TcpServer's
+    // workers get kProvidedBuffersCount); a config gives every server loop that count.
+    EXPECT_FALSE(loop.provided_buffers_count.has_value());
     EXPECT_EQ(s.loop.provided_buffers_count, defaults::kProvidedBuffersCount);
     EXPECT_EQ(s.loop.provided_buffer_size, loop.provided_buffer_size);
     EXPECT_EQ(s.loop.registered_buffers_count, loop.registered_buffers_count);
@@ -155,6 +157,9 @@ TEST_F(Sections, DefaultsAreTheOptionStructsDefaults) {
     EXPECT_EQ(s.log.flush_interval_ms, log.flush_interval_ms);
     EXPECT_EQ(s.log.queue_capacity, log.queue_capacity);
     EXPECT_EQ(s.log.queue_full_policy, log.queue_full_policy);
+    EXPECT_EQ(s.log.format, log.format);
+    EXPECT_EQ(s.log.time_format, log.time_format);
+    EXPECT_EQ(s.log.journald, log.journald);
     EXPECT_EQ(s.stats_interval.count(), 0);
     EXPECT_EQ(s.takeover_socket, "");
     const http::HttpOptions http;
@@ -166,6 +171,19 @@ TEST_F(Sections, DefaultsAreTheOptionStructsDefaults) {
     EXPECT_EQ(s.http.send_timeout_ms, http.send_timeout_ms);
     EXPECT_EQ(s.http.body_timeout_ms, s.server.read_timeout_ms);
   }
+}
+
+// A server on the library's defaults keeps a quiet long-lived session: a FIX session beats
+// every 30 s, an IM client pings every 25 s, MQTT every 60 s (its broker waits 1.5 times
+// that). The idle timeout must outlast a beat or more missed, here and through the config.
+TEST_F(Sections, LibraryDefaultsKeepQuietSessionsOpen) {
+  constexpr uint32_t kMqttKeepAliveGraceMs = 90000;
+  EXPECT_GT(ServerOptions{}.read_timeout_ms, kMqttKeepAliveGraceMs);
+  EXPECT_GT(settings("").server.read_timeout_ms, kMqttKeepAliveGraceMs);
+  // HTTP connections have no read timeout (the [http] ones apply); an idle keep-alive
+  // connection outlasts a 30 s poll, and a WebSocket has no idle timeout of its own.
+  EXPECT_EQ(settings("").http.keepalive_timeout_ms, defaults::kKeepaliveTimeoutMs);
+  EXPECT_GT(defaults::kKeepaliveTimeoutMs, 60000u);
 }
 
 TEST_F(Sections, EveryKeyMapsOntoItsOption) {
@@ -210,6 +228,9 @@ console = false
 flush_interval_ms = 1
 queue_capacity = 16
 queue_full_policy = drop
+format = json
+time_format = utc
+journald = on
 stats_interval_ms = 86400000
 [http]
 max_request_line_bytes = 256
@@ -256,6 +277,9 @@ send_timeout_ms = 1
   EXPECT_EQ(s.log.flush_interval_ms, 1u);
   EXPECT_EQ(s.log.queue_capacity, 16u);
   EXPECT_EQ(s.log.queue_full_policy, QueueFullPolicy::kDrop);
+  EXPECT_EQ(s.log.format, LogFormat::kJson);
+  EXPECT_EQ(s.log.time_format, LogTimeFormat::kUtc);
+  EXPECT_EQ(s.log.journald, JournalPrefix::kOn);
   EXPECT_EQ(s.stats_interval.count(), 86400000);
   EXPECT_EQ(s.http.max_request_line_bytes, 256u);
   EXPECT_EQ(s.http.max_header_bytes, 16777216u);
@@ -267,7 +291,7 @@ send_timeout_ms = 1
   size_t keys = 0;
   for (const SectionSchema& section : schema_.sections()) keys += section.keys().size();
   EXPECT_EQ(Config::changes(Config(schema_), config).size(), keys);
-  EXPECT_EQ(keys, 44u);
+  EXPECT_EQ(keys, 47u);
 }
 
 TEST_F(Sections, ValuesAreWrittenAsBefore) {
@@ -358,6 +382,11 @@ TEST_F(Sections, ErrorsNameFileLineKeyAndProblem) {
        "epoll)"},
       {"[log]\nqueue_full_policy = wait\n",
        "ucp.conf:2: log.queue_full_policy: \"wait\" is not a policy (use block or drop)"},
+      {"[log]\nformat = logfmt\n",
+       "ucp.conf:2: log.format: \"logfmt\" is not a log format (use text or json)"},
+      {"[log]\ntime_format = rfc3339\n",
+       "ucp.conf:2: log.time_format: \"rfc3339\" is not a time format (use local, iso8601 or "
+       "utc)"},
       {"[log]\nlevel = VERBOSE\n",
        "ucp.conf:2: log.level: \"VERBOSE\" is not a log level (use TRACE, DEBUG, INFO, WARN, "
        "ERROR or FATAL)"},

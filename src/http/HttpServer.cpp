@@ -58,7 +58,9 @@ HttpServer::HttpServer(const ServerOptions& server_options, const LoopOptions& l
 HttpServer::~HttpServer() = default;
 
 Router& HttpServer::router() noexcept { return core_->router; }
-void HttpServer::use(Middleware middleware) { core_->middleware.push_back(std::move(middleware)); }
+void HttpServer::add_middleware(Middleware middleware) {
+  core_->middleware.push_back(std::move(middleware));
+}
 Result<void, Error> HttpServer::start(std::string* warnings) { return tcp_->start(warnings); }
 void HttpServer::run() { tcp_->run(); }
 void HttpServer::stop() noexcept { tcp_->stop(); }

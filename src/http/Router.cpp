@@ -115,7 +115,7 @@ bool Router::empty() const noexcept {
   return root_->literals.empty() && !root_->parameter && !root_->wildcard;
 }
 
-Router& Router::add(Method method, std::string_view pattern, Handler handler) {
+Router& Router::add_route(Method method, std::string_view pattern, Handler handler) {
   const std::string shown(pattern);
   if (pattern.empty() || pattern.front() != '/') {
     throw std::invalid_argument("route pattern must start with '/': " + shown);

@@ -17,6 +17,15 @@
 namespace ucp {
 namespace {
 
+// Worker loops serve connections: unless told otherwise they get receive buffers, so that a
+// reading connection takes one only while data waits and an idle one holds none.
+LoopOptions for_workers(LoopOptions options) {
+  if (!options.provided_buffers_count) {
+    options.provided_buffers_count = defaults::kProvidedBuffersCount;
+  }
+  return options;
+}
+
 Unexpected<Error> describe_listen_error(const InetAddress& address, std::error_code error) {
   if (error == std::errc::address_in_use) {
     return Unexpected{Error("cannot listen on " + address.to_string() +
@@ -71,11 +80,12 @@ struct TcpServer::Acceptor {
   std::chrono::steady_clock::time_point last_limit_warning{};
 };
 
-TcpServer::TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler)
+TcpServer::TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler,
+                     Erased)
     : options_(options),
       output_limits_{options.max_output_bytes, options.write_timeout_ms,
                      options.shutdown_timeout_ms},
-      loop_options_(loop_options),
+      loop_options_(for_workers(loop_options)),
       handler_(std::move(handler)) {}
 
 TcpServer::~TcpServer() {

@@ -31,7 +31,7 @@
 #include "ucp/app/ConfigSchema.h"
 #include "ucp/http/HttpServer.h"
 #include "ucp/io/EventLoop.h"
-#include "ucp/log/Logger.h"
+#include "ucp/log/LogOptions.h"
 #include "ucp/net/TcpServer.h"
 
 namespace ucp::app {

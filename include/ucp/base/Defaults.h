@@ -15,7 +15,13 @@ namespace ucp::defaults {
 inline constexpr const char* kIp = "0.0.0.0";
 inline constexpr uint16_t kPort = 8888;
 inline constexpr uint32_t kThreadNum = 1;  // worker loops; 0 = one per CPU
-inline constexpr uint32_t kReadTimeoutMs = 5000;
+// A connection idle this long is closed: long enough for the sessions that stay open and
+// quiet (a FIX session's 30 s heartbeat, an IM client's 25 s ping, MQTT's 60 s keep-alive,
+// each with a beat or more missed), short enough that a peer that vanished without a FIN
+// gives its fd back within minutes. UCP's own binaries keep the original 5 s
+// (kBinariesReadTimeoutMs).
+inline constexpr uint32_t kReadTimeoutMs = 120000;
+inline constexpr uint32_t kBinariesReadTimeoutMs = 5000;
 inline constexpr uint32_t kMaxConnections = 100000;
 inline constexpr uint32_t kBacklog = 4096;
 inline constexpr bool kReusePort = false;  // it lets a second live server bind the same port
@@ -34,8 +40,9 @@ inline constexpr uint32_t kSqpollIdleMs = 50;
 inline constexpr uint32_t kPendingQueueCapacity = 65536;
 inline constexpr bool kDeferTaskrun = true;
 inline constexpr bool kMultishotRecv = true;
-// The binaries give each loop this many receive buffers. A bare LoopOptions has none (0):
-// a loop a library user makes for a client or a timer maps no buffer memory unless asked.
+// A server's worker loops get this many receive buffers (event_loop.provided_buffers_count,
+// and TcpServer when LoopOptions leaves the count unset). Other loops (a client's, a
+// timer's) map no buffer memory unless asked.
 inline constexpr uint32_t kProvidedBuffersCount = 4096;
 inline constexpr uint32_t kProvidedBufferSize = 4096;
 inline constexpr uint32_t kRegisteredBuffersCount = 0;

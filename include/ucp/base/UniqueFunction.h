@@ -20,7 +20,11 @@ class UniqueFunction<R(Args...)> {
   static constexpr size_t kInlineSize = 48;
 
   UniqueFunction() noexcept = default;
-  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, UniqueFunction>>>
+  // Only callables of the signature convert (like std::function), so that a wrong one is
+  // reported where it is passed, not deep inside this class.
+  template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, UniqueFunction> &&
+             std::is_invocable_r_v<R, std::decay_t<F>&, Args...>)
   UniqueFunction(F&& f) {  // NOLINT: implicit like std::function
     using Fn = std::decay_t<F>;
     if constexpr (sizeof(Fn) <= kInlineSize && alignof(Fn) <= alignof(std::max_align_t) &&

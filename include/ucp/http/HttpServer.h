@@ -40,7 +40,7 @@
 #include "ucp/http/Request.h"
 #include "ucp/http/Response.h"
 #include "ucp/http/Router.h"
-#include "ucp/log/Logger.h"
+#include "ucp/log/LogOptions.h"
 #include "ucp/net/TcpServer.h"
 
 namespace ucp::http {
@@ -67,6 +67,13 @@ class Next;
 /// Middleware: runs around the rest of the chain (and the handler). Call `co_await next()`
 /// to go on, or answer the request itself without calling it.
 using Middleware = UniqueFunction<Task<>(Request&, Response&, Next)>;
+
+/// What use() takes: `ucp::Task<> f(Request&, Response&, Next)`, or a lambda of that shape;
+/// one of another shape is refused at the line that adds it.
+template <class F>
+concept MiddlewareHandler =
+    std::invocable<F&, Request&, Response&, Next> &&
+    std::same_as<std::invoke_result_t<F&, Request&, Response&, Next>, Task<>>;
 
 /// Per-worker counters (a snapshot; each worker writes only its own, without locks).
 struct WorkerStats {
@@ -125,7 +132,10 @@ class HttpServer {
   /// Routes; add them before start().
   Router& router() noexcept;
   /// Appends a middleware to the chain (first added runs outermost); before start().
-  void use(Middleware middleware);
+  template <MiddlewareHandler F>
+  void use(F&& middleware) {
+    add_middleware(Middleware(std::forward<F>(middleware)));
+  }
 
   /// See TcpServer::start: the Error says in one line what failed and what to do.
   Result<void, Error> start(std::string* warnings = nullptr);
@@ -144,6 +154,8 @@ class HttpServer {
   std::vector<WorkerStats> stats() const;
 
  private:
+  void add_middleware(Middleware middleware);
+
   std::unique_ptr<detail::ServerCore> core_;
   std::unique_ptr<TcpServer> tcp_;
 };

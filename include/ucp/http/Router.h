@@ -16,10 +16,13 @@
 // Thread contract: add routes before the server starts; then match() is called from every
 // worker thread at once, and handlers run concurrently on those threads.
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "ucp/base/UniqueFunction.h"
 #include "ucp/coro/Task.h"
@@ -31,6 +34,12 @@ class Response;
 
 /// A request handler: a coroutine that fills in the response (or streams it).
 using Handler = UniqueFunction<Task<>(Request&, Response&)>;
+
+/// What a route takes: `ucp::Task<> f(Request&, Response&)`, or a lambda of that shape. A
+/// handler of another shape is refused at the line that adds the route.
+template <class F>
+concept RequestHandler = std::invocable<F&, Request&, Response&> &&
+                         std::same_as<std::invoke_result_t<F&, Request&, Response&>, Task<>>;
 
 class Router {
  public:
@@ -50,27 +59,37 @@ class Router {
   /// Adds a route. Throws std::invalid_argument for a malformed pattern (not starting with
   /// '/', `*` before the end, an unnamed or repeated parameter, more than
   /// Request::kMaxParams parameters) or a route that exists already.
-  Router& add(Method method, std::string_view pattern, Handler handler);
-  Router& get(std::string_view pattern, Handler handler) {
-    return add(Method::kGet, pattern, std::move(handler));
+  template <RequestHandler F>
+  Router& add(Method method, std::string_view pattern, F&& handler) {
+    return add_route(method, pattern, Handler(std::forward<F>(handler)));
   }
-  Router& head(std::string_view pattern, Handler handler) {
-    return add(Method::kHead, pattern, std::move(handler));
+  template <RequestHandler F>
+  Router& get(std::string_view pattern, F&& handler) {
+    return add(Method::kGet, pattern, std::forward<F>(handler));
   }
-  Router& post(std::string_view pattern, Handler handler) {
-    return add(Method::kPost, pattern, std::move(handler));
+  template <RequestHandler F>
+  Router& head(std::string_view pattern, F&& handler) {
+    return add(Method::kHead, pattern, std::forward<F>(handler));
   }
-  Router& put(std::string_view pattern, Handler handler) {
-    return add(Method::kPut, pattern, std::move(handler));
+  template <RequestHandler F>
+  Router& post(std::string_view pattern, F&& handler) {
+    return add(Method::kPost, pattern, std::forward<F>(handler));
   }
-  Router& del(std::string_view pattern, Handler handler) {
-    return add(Method::kDelete, pattern, std::move(handler));
+  template <RequestHandler F>
+  Router& put(std::string_view pattern, F&& handler) {
+    return add(Method::kPut, pattern, std::forward<F>(handler));
   }
-  Router& patch(std::string_view pattern, Handler handler) {
-    return add(Method::kPatch, pattern, std::move(handler));
+  template <RequestHandler F>
+  Router& del(std::string_view pattern, F&& handler) {
+    return add(Method::kDelete, pattern, std::forward<F>(handler));
   }
-  Router& options(std::string_view pattern, Handler handler) {
-    return add(Method::kOptions, pattern, std::move(handler));
+  template <RequestHandler F>
+  Router& patch(std::string_view pattern, F&& handler) {
+    return add(Method::kPatch, pattern, std::forward<F>(handler));
+  }
+  template <RequestHandler F>
+  Router& options(std::string_view pattern, F&& handler) {
+    return add(Method::kOptions, pattern, std::forward<F>(handler));
   }
 
   /// Finds the handler for `request`'s method and path and stores the route's parameters in
@@ -83,6 +102,8 @@ class Router {
   struct Node;  // the trie; opaque (Router.cpp)
 
  private:
+  Router& add_route(Method method, std::string_view pattern, Handler handler);
+
   std::unique_ptr<Node> root_;
 };
 

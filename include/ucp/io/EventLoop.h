@@ -24,6 +24,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,9 +66,10 @@ struct LoopOptions {
   // Operations waiting while the SQ is full.
   uint32_t pending_queue_capacity = defaults::kPendingQueueCapacity;
   bool defer_taskrun = defaults::kDeferTaskrun;  // io_uring: SINGLE_ISSUER + DEFER_TASKRUN
-  // Receive buffers for multishot receive; 0 = none (the server binaries use
-  // defaults::kProvidedBuffersCount).
-  uint32_t provided_buffers_count = 0;
+  // Receive buffers for multishot receive; 0 = none. Unset, the loop's purpose decides: a
+  // TcpServer's (and so an HttpServer's) worker loops get defaults::kProvidedBuffersCount,
+  // since they serve connections; any other loop (a client's, a timer's) maps none.
+  std::optional<uint32_t> provided_buffers_count;
   uint32_t provided_buffer_size = defaults::kProvidedBufferSize;
   // io_uring fixed buffers (READ/WRITE_FIXED); 0 = none.
   uint32_t registered_buffers_count = defaults::kRegisteredBuffersCount;

@@ -40,7 +40,7 @@ using detail::kCurrentPosition;
 
 /// One receive into `buffer`; with `timeout_ms` > 0 it ends with timed_out after that long
 /// without data (io_uring: a linked IORING_OP_LINK_TIMEOUT).
-class RecvOp : public detail::OperationAwaiter {
+class [[nodiscard]] RecvOp : public detail::OperationAwaiter {
  public:
   RecvOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint32_t timeout_ms = 0) noexcept;
   bool await_suspend(std::coroutine_handle<> caller) noexcept;
@@ -55,7 +55,7 @@ class RecvOp : public detail::OperationAwaiter {
 };
 
 /// One send(2) that never raises SIGPIPE (may be short; see SendAllOp).
-class SendOp : public detail::OperationAwaiter {
+class [[nodiscard]] SendOp : public detail::OperationAwaiter {
  public:
   SendOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
@@ -64,7 +64,7 @@ class SendOp : public detail::OperationAwaiter {
 /// Sends all of `data`, re-submitting after short sends inside the completion (the coroutine
 /// resumes once: all sent, or the first error). `start` may be called later than
 /// construction, e.g. when the awaiter waited its turn behind another send.
-class SendAllOp {
+class [[nodiscard]] SendAllOp {
  public:
   SendAllOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept;
   SendAllOp(const SendAllOp&) = delete;
@@ -93,14 +93,14 @@ class SendAllOp {
 };
 
 /// Files and pipes: one read at `offset` (kCurrentPosition: the file position).
-class ReadOp : public detail::OperationAwaiter {
+class [[nodiscard]] ReadOp : public detail::OperationAwaiter {
  public:
   ReadOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint64_t offset) noexcept;
   bool await_suspend(std::coroutine_handle<> caller) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
 };
 
-class WriteOp : public detail::OperationAwaiter {
+class [[nodiscard]] WriteOp : public detail::OperationAwaiter {
  public:
   WriteOp(EventLoop& loop, int fd, std::span<const std::byte> data, uint64_t offset) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
@@ -109,7 +109,7 @@ class WriteOp : public detail::OperationAwaiter {
 /// One datagram received into `message` (its buffers, and msg_name for the source); the value is
 /// the payload bytes (msg_flags says MSG_TRUNC when the datagram was longer). All of `message`
 /// must live until the coroutine resumes.
-class RecvMsgOp : public detail::OperationAwaiter {
+class [[nodiscard]] RecvMsgOp : public detail::OperationAwaiter {
  public:
   RecvMsgOp(EventLoop& loop, int fd, msghdr& message) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
@@ -117,7 +117,7 @@ class RecvMsgOp : public detail::OperationAwaiter {
 
 /// One sendmsg(2) that never raises SIGPIPE: on a datagram socket, one datagram (to msg_name, if
 /// set). `message` and what it points to must live until the coroutine resumes.
-class SendMsgOp : public detail::OperationAwaiter {
+class [[nodiscard]] SendMsgOp : public detail::OperationAwaiter {
  public:
   SendMsgOp(EventLoop& loop, int fd, const msghdr& message) noexcept;
   Result<size_t> await_resume() const noexcept { return bytes_from_cqe(op_.result); }
@@ -127,14 +127,14 @@ class SendMsgOp : public detail::OperationAwaiter {
 /// `flags` (O_CLOEXEC is always added) and `mode`. io_uring: IORING_OP_OPENAT; epoll: openat(2)
 /// on a file worker thread, since opening may wait for the disk. `path` must live until the
 /// coroutine resumes.
-class OpenAtOp : public detail::OperationAwaiter {
+class [[nodiscard]] OpenAtOp : public detail::OperationAwaiter {
  public:
   OpenAtOp(EventLoop& loop, int directory, const char* path, int flags, mode_t mode) noexcept;
   Result<UniqueFd> await_resume() const noexcept;
 };
 
 /// fsync(2), or fdatasync(2) with `data_only`.
-class FsyncOp : public detail::OperationAwaiter {
+class [[nodiscard]] FsyncOp : public detail::OperationAwaiter {
  public:
   FsyncOp(EventLoop& loop, int fd, bool data_only) noexcept;
   Result<void> await_resume() const noexcept { return void_from_cqe(op_.result); }
@@ -145,7 +145,7 @@ class FsyncOp : public detail::OperationAwaiter {
 /// Short transfers are continued inside the completion, so the coroutine resumes once: with the
 /// bytes sent, fewer than `length` only when the file ended first, or the first error (sent()
 /// then says how far it got). Neither fd's file position moves.
-class SendFileOp {
+class [[nodiscard]] SendFileOp {
  public:
   SendFileOp(EventLoop& loop, int socket_fd, int file_fd, uint64_t offset,
              uint64_t length) noexcept;
@@ -181,7 +181,7 @@ struct Accepted {
   sockaddr_storage peer{};
 };
 
-class AcceptOp : public detail::OperationAwaiter {
+class [[nodiscard]] AcceptOp : public detail::OperationAwaiter {
  public:
   AcceptOp(EventLoop& loop, int listen_fd) noexcept;
   Result<Accepted> await_resume() noexcept;
@@ -191,7 +191,7 @@ class AcceptOp : public detail::OperationAwaiter {
   socklen_t peer_length_ = sizeof(sockaddr_storage);
 };
 
-class ConnectOp : public detail::OperationAwaiter {
+class [[nodiscard]] ConnectOp : public detail::OperationAwaiter {
  public:
   ConnectOp(EventLoop& loop, int fd, const sockaddr* address, socklen_t length) noexcept;
   Result<void> await_resume() const noexcept { return void_from_cqe(op_.result); }
@@ -202,7 +202,7 @@ class ConnectOp : public detail::OperationAwaiter {
 
 /// Closes `fd` through the loop (the backend forgets what it kept about the fd first). Never
 /// leaks it: when the loop cannot take the operation, the fd is closed directly.
-class CloseOp : public detail::OperationAwaiter {
+class [[nodiscard]] CloseOp : public detail::OperationAwaiter {
  public:
   CloseOp(EventLoop& loop, int fd) noexcept;
   bool await_suspend(std::coroutine_handle<> caller) noexcept;
@@ -211,7 +211,7 @@ class CloseOp : public detail::OperationAwaiter {
 
 /// Ends every operation in flight on `fd`; the value is how many were found. Their own
 /// completions still arrive, each to its own awaiter.
-class CancelFdOp : public detail::OperationAwaiter {
+class [[nodiscard]] CancelFdOp : public detail::OperationAwaiter {
  public:
   CancelFdOp(EventLoop& loop, int fd) noexcept;
   Result<size_t> await_resume() const noexcept;
@@ -219,7 +219,7 @@ class CancelFdOp : public detail::OperationAwaiter {
 
 /// Completes after `duration` on the loop's timer heap; operation_canceled when cancel() is
 /// called first or the loop shuts down.
-class SleepOp {
+class [[nodiscard]] SleepOp {
  public:
   SleepOp(EventLoop& loop, Clock::time_point due) noexcept;
   SleepOp(const SleepOp&) = delete;

@@ -27,7 +27,7 @@
 
 namespace ucp {
 
-class ResumeOnAwaiter {
+class [[nodiscard]] ResumeOnAwaiter {
  public:
   explicit ResumeOnAwaiter(EventLoop& target) noexcept : target_(target) {}
   bool await_ready() const noexcept { return target_.in_loop_thread(); }

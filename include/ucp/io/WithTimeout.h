@@ -78,7 +78,7 @@ R reason_for_cancel(R result, std::errc error) {
 /// Awaits `inner` (a temporary of the co_await expression, or an lvalue that outlives it),
 /// cancelling it when `due` passes first.
 template <CancellableAwaiter A>
-class TimeoutAwaiter {
+class [[nodiscard]] TimeoutAwaiter {
  public:
   TimeoutAwaiter(A& inner, Clock::time_point due) noexcept : inner_(inner), due_(due) {
     timer_.owner = this;
@@ -124,7 +124,7 @@ class TimeoutAwaiter {
 /// Awaits `inner`, cancelling it when `token`'s source requests stop (at once if it already
 /// has: the operation is then cancelled as soon as it starts).
 template <CancellableAwaiter A>
-class StopAwaiter {
+class [[nodiscard]] StopAwaiter {
  public:
   StopAwaiter(A& inner, StopToken token) noexcept : inner_(inner), token_(token) {}
   StopAwaiter(const StopAwaiter&) = delete;

@@ -30,30 +30,9 @@
 #include <fmt/format.h>
 
 #include "ucp/base/Result.h"
+#include "ucp/log/LogOptions.h"
 
 namespace ucp {
-
-enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kFatal };
-
-std::string_view to_string(LogLevel level) noexcept;
-/// Parses TRACE/DEBUG/INFO/WARN/ERROR/FATAL (case-insensitive).
-std::optional<LogLevel> parse_log_level(std::string_view text) noexcept;
-
-enum class QueueFullPolicy : uint8_t { kBlock, kDrop };
-
-/// The [log] section of the configuration (docs/config.md).
-struct LogOptions {
-  LogLevel level = LogLevel::kInfo;
-  std::string file = "logs/server.log";  // empty: no file sink
-  uint64_t max_size = 104857600;         // bytes per file before rolling; 0 = never
-  uint32_t max_files = 10;               // rolled files kept besides the live one
-  bool daily = false;                    // also roll at local midnight
-  bool async = true;                     // false: the caller writes (and waits for) the record
-  bool console = true;                   // stdout; colour only on a TTY
-  uint32_t flush_interval_ms = 1000;
-  uint32_t queue_capacity = 65536;  // records waiting for the background thread
-  QueueFullPolicy queue_full_policy = QueueFullPolicy::kBlock;
-};
 
 /// The process-wide logger: static functions over one backend owned by the library
 /// (created by init, retired by shutdown). Any thread may log at any time.

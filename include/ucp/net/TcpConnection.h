@@ -18,10 +18,12 @@
 // closes the fd: close(2) alone would not cancel a pending receive, and a reused fd number
 // could receive an old operation's result. The destructor requires that nothing is in flight.
 
+#include <concepts>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
@@ -149,5 +151,13 @@ class TcpConnection {
   std::coroutine_handle<> drain_waiter_;  // close() waiting for the last completion
   State state_ = State::kOpen;
 };
+
+/// A coroutine that serves a connection: `ucp::Task<> echo(ucp::TcpConnection& conn)`, or a
+/// lambda of that shape. What TcpServer runs for each connection it accepts (on the
+/// connection's worker loop) and ReconnectingClient for each it makes; the connection is
+/// closed once it returns.
+template <class F>
+concept ConnectionHandler = std::invocable<F&, TcpConnection&> &&
+                            std::same_as<std::invoke_result_t<F&, TcpConnection&>, Task<>>;
 
 }  // namespace ucp

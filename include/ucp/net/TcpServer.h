@@ -29,6 +29,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ucp/base/Defaults.h"
@@ -102,7 +104,11 @@ class TcpServer {
  public:
   using Handler = std::function<Task<>(TcpConnection&)>;
 
-  TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler);
+  /// A handler of another shape (a plain function, a missing `&`, a Task<bool>) is refused
+  /// here, at the caller's line, as not satisfying ConnectionHandler.
+  template <ConnectionHandler F>
+  TcpServer(const ServerOptions& options, const LoopOptions& loop_options, F&& handler)
+      : TcpServer(options, loop_options, Handler(std::forward<F>(handler)), Erased{}) {}
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
   ~TcpServer();
@@ -151,6 +157,9 @@ class TcpServer {
   Task<ServerStats> collect_stats();
 
  private:
+  struct Erased {};  // the handler is a Handler already
+  TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler, Erased);
+
   struct Worker;
   struct Acceptor;
   struct ConnectionNode {

@@ -31,6 +31,10 @@
 //
 // Thread contract: called from route handlers, on the connection's loop.
 
+#include <concepts>
+#include <type_traits>
+#include <utility>
+
 #include "ucp/http/Request.h"
 #include "ucp/http/Response.h"
 #include "ucp/http/Router.h"
@@ -38,6 +42,12 @@
 #include "ucp/ws/WebSocket.h"
 
 namespace ucp::ws {
+
+/// What runs a server connection: `ucp::Task<> f(ucp::ws::WebSocket&)`, or a lambda of that
+/// shape. One of another shape is refused at the line that passes it.
+template <class F>
+concept WebSocketHandler =
+    std::invocable<F&, WebSocket&> && std::same_as<std::invoke_result_t<F&, WebSocket&>, Task<>>;
 
 /// Answers `request` as an opening handshake (above). True: 101, and `handler` takes the
 /// connection once it is sent. False: refused (400/426 set on `response`). `options` must
@@ -48,6 +58,16 @@ bool accept(const http::Request& request, http::Response& response, const Option
 /// A route handler that accepts every valid handshake with `handler`, the options kept in the
 /// route. `handler` is called once per connection, from every worker thread.
 http::Handler upgrade(Options options, WebSocket::Handler handler);
+
+template <WebSocketHandler F>
+bool accept(const http::Request& request, http::Response& response, const Options& options,
+            F&& handler) {
+  return accept(request, response, options, WebSocket::Handler(std::forward<F>(handler)));
+}
+template <WebSocketHandler F>
+http::Handler upgrade(Options options, F&& handler) {
+  return upgrade(std::move(options), WebSocket::Handler(std::forward<F>(handler)));
+}
 
 /// The request asks for a WebSocket ("Upgrade: websocket"), whether valid or not: for a path
 /// that serves both a page and a WebSocket.

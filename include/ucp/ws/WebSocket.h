@@ -11,9 +11,9 @@
 //
 //   // Client: ws:// URLs on TcpClient.
 //   auto ws = co_await ucp::ws::WebSocket::connect(loop, "ws://127.0.0.1:8080/echo");
-//   co_await (*ws)->send_text("hello");
-//   auto reply = co_await (*ws)->receive();
-//   co_await (*ws)->close();
+//   co_await ws->send_text("hello");
+//   auto reply = co_await ws->receive();
+//   co_await ws->close();
 //
 // Receiving. receive() returns the next whole message: fragments are reassembled, text is
 // checked to be UTF-8 as it arrives (the first invalid byte fails the connection), pings are
@@ -133,7 +133,7 @@ class WebSocket : private TimerNode {
   EventLoop& loop() noexcept { return tcp_.loop(); }
 
   /// Awaiter of receive().
-  class ReceiveAwaiter {
+  class [[nodiscard]] ReceiveAwaiter {
    public:
     explicit ReceiveAwaiter(WebSocket& ws) noexcept : ws_(ws) {}
     bool await_ready() noexcept;
@@ -154,7 +154,7 @@ class WebSocket : private TimerNode {
   /// send can go share their room: the payload until the way is chosen, then the outcome
   /// (done at once), the payload's write_all() (sent from the caller's memory) or the
   /// coroutine of a frame that has to wait its turn, be masked or be compressed.
-  class SendAwaiter {
+  class [[nodiscard]] SendAwaiter {
    public:
     SendAwaiter(WebSocket& ws, MessageKind kind, std::span<const std::byte> data) noexcept
         : ws_(ws), kind_(kind), data_(data) {}

@@ -83,9 +83,8 @@ Result<std::unique_ptr<EpollBackend>> EpollBackend::create(EventLoop& owner,
   const int epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd < 0) return Unexpected{error_from_errno(errno)};
   std::unique_ptr<EpollBackend> self(new EpollBackend(owner, epoll_fd));
-  if (options.provided_buffers_count > 0) {
-    if (auto buffers =
-            BufferStack::create(options.provided_buffers_count, options.provided_buffer_size)) {
+  if (const uint32_t count = options.provided_buffers_count.value_or(0); count > 0) {
+    if (auto buffers = BufferStack::create(count, options.provided_buffer_size)) {
       self->buffers_ = std::move(*buffers);
     } else {
       // Asked-for memory the process cannot have: fatal, as on io_uring (the start-up line

@@ -270,10 +270,10 @@ std::string address_space_note() {
 
 std::string describe_setup_error(std::error_code error, const LoopOptions& options) {
   if (error == SetupError::kReceiveBuffers) {
-    return "event_loop.provided_buffer_size: cannot map " +
-           std::to_string(options.provided_buffers_count) + " x " +
+    const uint64_t count = options.provided_buffers_count.value_or(0);
+    return "event_loop.provided_buffer_size: cannot map " + std::to_string(count) + " x " +
            std::to_string(options.provided_buffer_size) + " = " +
-           std::to_string(uint64_t{options.provided_buffers_count} * options.provided_buffer_size) +
+           std::to_string(count * options.provided_buffer_size) +
            " bytes of receive buffers: out of memory or address space" + address_space_note() +
            "; lower event_loop.provided_buffers_count or provided_buffer_size";
   }

@@ -63,14 +63,14 @@ Result<std::unique_ptr<UringBackend>> UringBackend::create(EventLoop& owner,
   self->ring_->set_message_context(&self->message_context_);
 
   const UringFeatures& features = self->ring_->features();
-  if (options.provided_buffers_count > 0) {
+  const uint32_t receive_buffers = options.provided_buffers_count.value_or(0);
+  if (receive_buffers > 0) {
     if (!features.multishot_recv) {
       warnings +=
           "multishot_recv: the kernel lacks multishot receive (6.0+); using one recv per "
           "read\n";
-    } else if (auto buffers =
-                   BufferRing::create(*self->ring_->raw(), options.provided_buffers_count,
-                                      options.provided_buffer_size, 0)) {
+    } else if (auto buffers = BufferRing::create(*self->ring_->raw(), receive_buffers,
+                                                 options.provided_buffer_size, 0)) {
       self->buffer_ring_ = std::move(*buffers);
     } else if (buffers.error() == SetupError::kReceiveBuffers) {
       return Unexpected{buffers.error()};  // asked-for memory the process cannot have: fatal

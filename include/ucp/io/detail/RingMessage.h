@@ -55,7 +55,7 @@ class RingMessage {
 
 /// Awaitable RingMessage: resumes once the sender's completion says whether the value reached
 /// the target (see RingMessage::send for the errors that come without one).
-class SendMessageOp {
+class [[nodiscard]] SendMessageOp {
  public:
   SendMessageOp(EventLoop& loop, EventLoop& target, int32_t value) noexcept;
   SendMessageOp(const SendMessageOp&) = delete;

@@ -43,7 +43,7 @@ class StreamReader : private TimerNode {
   /// Requires idle().
   ~StreamReader();
 
-  class ReadAwaiter {
+  class [[nodiscard]] ReadAwaiter {
    public:
     ReadAwaiter(StreamReader& reader, std::span<std::byte> destination) noexcept;
     ReadAwaiter(StreamReader& reader, BufferLease* lend_into) noexcept;
@@ -78,7 +78,7 @@ class StreamReader : private TimerNode {
 
   /// receive(): a read whose bytes arrive in a lent buffer, so an idle connection's handler
   /// holds no buffer of its own.
-  class ReceiveAwaiter : public ReadAwaiter {
+  class [[nodiscard]] ReceiveAwaiter : public ReadAwaiter {
    public:
     explicit ReceiveAwaiter(StreamReader& reader) noexcept : ReadAwaiter(reader, &received_) {}
     Result<BufferLease> await_resume() noexcept {

@@ -56,7 +56,7 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode {
 
   /// One write() or write_all(). `data` stays the caller's until the awaiter resumes: a
   /// suspended writer's bytes are queued as a span into its memory.
-  class WriteAwaiter : private OutputSegment {
+  class [[nodiscard]] WriteAwaiter : private OutputSegment {
    public:
     enum class Mode : uint8_t { kAll, kBuffered };
     WriteAwaiter(StreamWriter& writer, std::span<const std::byte> bytes, Mode mode) noexcept;
@@ -104,7 +104,7 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode {
   void shutdown_write() noexcept;
   /// Closing: later writes fail with operation_canceled; the queue drains under
   /// close_flush_timeout_ms. Resumes once the queue is empty or the output failed.
-  class FlushAwaiter {
+  class [[nodiscard]] FlushAwaiter {
    public:
     explicit FlushAwaiter(StreamWriter& writer) noexcept : writer_(writer) {}
     bool await_ready() const noexcept;
@@ -118,7 +118,7 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode {
   /// Resumes once every byte written so far is in the kernel (nothing queued, no send in
   /// flight), or the output failed: then with its error. The connection stays open; what
   /// comes next may bypass the queue (a file sent straight from the page cache).
-  class SentAwaiter {
+  class [[nodiscard]] SentAwaiter {
    public:
     explicit SentAwaiter(StreamWriter& writer) noexcept : flush_(writer), writer_(writer) {}
     bool await_ready() const noexcept { return flush_.await_ready(); }
