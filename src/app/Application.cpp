@@ -183,6 +183,7 @@ std::optional<int> Application::setup(int argc, char** argv) {
     return 0;
   }
   settings_ = server_settings(*config_);
+  settings_.log.sinks = log_sinks_;
   if (auto logging = Logger::init(settings_.log); !logging) {
     std::fprintf(stderr, "%s: %s\n", program_.c_str(), logging.error().message.c_str());
     return 1;

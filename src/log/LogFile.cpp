@@ -44,31 +44,32 @@ std::string create_parent_directories(const std::string& path) {
   return {};
 }
 
-LogFile::LogFile(std::string path, uint64_t max_size, uint32_t max_files)
+LogFile::LogFile(std::string path, uint64_t max_size, uint32_t max_files, bool daily)
     : path_(std::move(path)),
       max_size_(max_size),
       max_files_(max_files),
-      day_(RecordFormatter::day_of(static_cast<int64_t>(std::time(nullptr)) * 1000000000)) {
+      day_(RecordFormatter::day_of(static_cast<int64_t>(std::time(nullptr)) * 1000000000)),
+      daily_(daily) {
   buffer_.reserve(kBatchBytes);
 }
 
 LogFile::~LogFile() { flush(); }
 
 std::unique_ptr<LogFile> LogFile::open(const std::string& path, uint64_t max_size,
-                                       uint32_t max_files, std::string& error) {
+                                       uint32_t max_files, std::string& error, bool daily) {
   if (path.empty()) {
     error = "log file path is empty";
     return nullptr;
   }
   error = create_parent_directories(path);
   if (!error.empty()) return nullptr;
-  auto file = std::make_unique<LogFile>(path, max_size, max_files);
-  error = file->reopen();
+  auto file = std::make_unique<LogFile>(path, max_size, max_files, daily);
+  error = file->open_path();
   if (!error.empty()) return nullptr;
   return file;
 }
 
-std::string LogFile::reopen() {
+std::string LogFile::open_path() {
   int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot open log file " + path_ + ": " + std::strerror(errno);
   fd_ = UniqueFd(fd);
@@ -92,6 +93,18 @@ void LogFile::append(std::string_view line) {
   if (buffer_.size() >= kBatchBytes) flush();
 }
 
+void LogFile::write(const LogEntry& entry) {
+  if (daily_) {
+    const int64_t second = entry.time_ns / 1000000000;
+    if (second != day_second_) {  // localtime_r once a second, not once a record
+      day_second_ = second;
+      day_of_second_ = RecordFormatter::day_of(entry.time_ns);
+    }
+    roll_if_later_day(day_of_second_);
+  }
+  append(entry.text);
+}
+
 void LogFile::flush() {
   if (buffer_.empty()) return;
   if (!fd_.valid() || !write_fully(fd_.get(), buffer_.data(), buffer_.size())) {
@@ -110,7 +123,7 @@ void LogFile::roll_if_later_day(int32_t day) {
 void LogFile::reopen_path() {
   flush();
   std::string error = create_parent_directories(path_);
-  if (error.empty()) error = reopen();  // replaces fd_ only once the new file is open
+  if (error.empty()) error = open_path();  // replaces fd_ only once the new file is open
   if (!error.empty()) {
     std::fprintf(stderr, "ucp log: %s; still writing to the file open before\n", error.c_str());
     return;
@@ -133,7 +146,7 @@ void LogFile::roll() {
   } else {
     ::unlink(path_.c_str());
   }
-  auto error = reopen();
+  auto error = open_path();
   if (!error.empty()) report_error_once("cannot reopen log file", errno);
   size_ = 0;
 }

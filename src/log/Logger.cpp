@@ -12,6 +12,7 @@
 #include <new>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -72,70 +73,102 @@ void write_fallback(LogLevel level, const char* file, int line, std::string_view
                     DeferredFormat format);
 
 // The sinks and the formatter: what one writer (background thread, or the sync-mode lock
-// holder) owns.
+// holder) owns. The file and the console are sinks like the program's own; they are also kept
+// by type for the background thread's timing (the console is flushed as soon as the queue is
+// empty, the file at the flush interval).
 class Sinks {
  public:
-  Sinks(std::unique_ptr<LogFile> file, std::unique_ptr<ConsoleSink> console, bool daily)
-      : file_(std::move(file)), console_(std::move(console)), daily_(daily) {}
+  Sinks(const LogOptions& options, std::shared_ptr<LogFile> file,
+        std::shared_ptr<ConsoleSink> console)
+      : file_(std::move(file)),
+        console_(std::move(console)),
+        formatter_(options.format, options.time_format) {
+    if (file_) all_.push_back(file_);
+    if (console_) all_.push_back(console_);
+    for (const auto& sink : options.sinks) {
+      if (sink) all_.push_back(sink);
+    }
+  }
 
   // `bytes` is the message, or the blob that `format` turns into it.
   void emit(int64_t time_ns, LogLevel level, int32_t tid, const char* file, int32_t line,
             std::string_view bytes, DeferredFormat format) {
     line_.clear();
     formatter_.append_prefix(time_ns, level, tid, file, line, line_);
-    if (format == nullptr) {
-      line_.append(bytes.data(), bytes.data() + bytes.size());
-    } else {
-      size_t prefix_size = line_.size();
-      try {
-        format(bytes, line_);  // the message goes straight after the prefix
-      } catch (const std::exception& e) {
-        // Only a runtime format string can get here (compile-time ones are checked).
-        line_.resize(prefix_size);
-        fmt::format_to(fmt::appender(line_), "[log format error: {}]", e.what());
+    const size_t message_at = line_.size();
+    std::string_view message = bytes;
+    if (json()) {  // the message is escaped: expanded apart first
+      if (format != nullptr) {
+        message_.clear();
+        message = expand(format, bytes, message_);
       }
+      formatter_.append_message(message, line_);
+    } else if (format != nullptr) {
+      expand(format, bytes, line_);  // straight after the prefix: no copy
+    } else {
+      formatter_.append_message(bytes, line_);
     }
-    line_.push_back('\n');
-    std::string_view text(line_.data(), line_.size());
-    if (file_) {
-      if (daily_) file_->roll_if_later_day(formatter_.day());
-      file_->append(text);
-    }
-    if (console_) console_->append(text, level);
+    const size_t message_end = line_.size();
+    formatter_.finish(line_);
+    if (!json()) message = std::string_view(line_.data() + message_at, message_end - message_at);
+    const LogEntry entry{time_ns,
+                         level,
+                         tid,
+                         formatter_.file_name(),
+                         line,
+                         message,
+                         std::string_view(line_.data(), line_.size())};
+    for (const auto& sink : all_) sink->write(entry);
   }
   void flush() {
-    if (file_) file_->flush();
-    if (console_) console_->flush();
+    for (const auto& sink : all_) sink->flush();
   }
   void flush_console() {
     if (console_) console_->flush();
   }
   void reopen() {
-    if (file_) file_->reopen_path();
+    for (const auto& sink : all_) sink->reopen();
   }
   bool file_has_buffered() const noexcept { return file_ && file_->has_buffered(); }
   // Writes what is left and closes the file (a reader waiting for EOF gets it now).
   void close() {
     flush();
+    all_.clear();
     file_.reset();
     console_.reset();
   }
 
  private:
-  std::unique_ptr<LogFile> file_;
-  std::unique_ptr<ConsoleSink> console_;
-  bool daily_;
+  bool json() const noexcept { return formatter_.level_offset() == 0; }
+  // Appends the message a deferred record's blob holds to `out`; returns it.
+  static std::string_view expand(DeferredFormat format, std::string_view blob,
+                                 fmt::memory_buffer& out) {
+    const size_t start = out.size();
+    try {
+      format(blob, out);
+    } catch (const std::exception& e) {
+      // Only a runtime format string can get here (compile-time ones are checked).
+      out.resize(start);
+      fmt::format_to(fmt::appender(out), "[log format error: {}]", e.what());
+    }
+    return {out.data() + start, out.size() - start};
+  }
+
+  std::shared_ptr<LogFile> file_;
+  std::shared_ptr<ConsoleSink> console_;
+  std::vector<std::shared_ptr<LogSink>> all_;
   RecordFormatter formatter_;
   fmt::memory_buffer line_;
+  fmt::memory_buffer message_;  // JSON: a deferred message before it is escaped
 };
 
 // One init's worth of logger: the queue, the sinks and (async) the background thread.
 class Backend {
  public:
-  Backend(const LogOptions& options, std::unique_ptr<LogFile> file,
-          std::unique_ptr<ConsoleSink> console)
+  Backend(const LogOptions& options, std::shared_ptr<LogFile> file,
+          std::shared_ptr<ConsoleSink> console)
       : options_(options),
-        sinks_(std::move(file), std::move(console), options.daily),
+        sinks_(options, std::move(file), std::move(console)),
         queue_(options.async ? options.queue_capacity : 2) {
     if (options_.async) {
       thread_ = std::thread([this] {
@@ -459,14 +492,20 @@ Result<void, Error> Logger::init(const LogOptions& options) {
   if (options.async && (options.queue_capacity == 0 || options.queue_capacity > kMaxQueue)) {
     return Unexpected{Error(fmt::format("log queue_capacity must be in 1..{}", kMaxQueue))};
   }
-  std::unique_ptr<LogFile> file;
+  std::shared_ptr<LogFile> file;
   if (!options.file.empty()) {
     std::string error;
-    file = LogFile::open(options.file, options.max_size, options.max_files, error);
+    file = LogFile::open(options.file, options.max_size, options.max_files, error, options.daily);
     if (!file) return Unexpected{Error(std::move(error))};
   }
-  std::unique_ptr<ConsoleSink> console;
-  if (options.console) console = std::make_unique<ConsoleSink>(STDOUT_FILENO);
+  std::shared_ptr<ConsoleSink> console;
+  if (options.console) {
+    const bool journal = options.journald == JournalPrefix::kOn ||
+                         (options.journald == JournalPrefix::kAuto && detail::stdout_is_journal());
+    console = std::make_shared<ConsoleSink>(
+        STDOUT_FILENO, RecordFormatter(options.format, options.time_format).level_offset(),
+        journal);
+  }
 
   std::lock_guard lock(g_lifecycle_mutex);
   retire_locked();  // a second init replaces the first

@@ -56,6 +56,7 @@
 #include "ucp/base/UniqueFd.h"
 #include "ucp/base/UniqueFunction.h"
 #include "ucp/http/HttpServer.h"
+#include "ucp/log/LogSink.h"
 #include "ucp/net/TcpServer.h"
 
 namespace ucp::app {
@@ -97,6 +98,9 @@ class Application {
   /// Changes the loop options the config gives, for the workers and the memory check.
   void adjust_loop_options(LoopAdjustment adjust) { adjust_ = std::move(adjust); }
   void on_reload(ReloadHook hook) { reload_hook_ = std::move(hook); }
+  /// A sink of the program's own (ucp/log/LogSink.h) beside the [log] file and console; before
+  /// setup(), which starts the logger with it.
+  void add_log_sink(std::shared_ptr<LogSink> sink) { log_sinks_.push_back(std::move(sink)); }
 
   /// Parses the command line, blocks the signals, takes inherited or taken-over listening
   /// sockets, loads the config and starts the logger. Returns the exit code to leave with now
@@ -148,6 +152,7 @@ class Application {
   ReloadHook reload_hook_;
   std::optional<Config> config_;
   ServerSettings settings_;
+  std::vector<std::shared_ptr<LogSink>> log_sinks_;
   std::unique_ptr<Runtime> runtime_;  // signals, adopted sockets, the takeover in progress
 };
 
