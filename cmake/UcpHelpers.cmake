@@ -176,7 +176,7 @@ function(ucp_install)
     install(FILES ${PROJECT_SOURCE_DIR}/config/ucp.conf DESTINATION ${CMAKE_INSTALL_DOCDIR}
             COMPONENT server)
   endif()
-  foreach(program test_client bench_client ws_bench_client)
+  foreach(program test_client bench_client ws_bench_client ws_fanout_client)
     if(TARGET ${program})
       install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
     endif()

@@ -75,11 +75,13 @@ class WsRawClient {
  public:
   /// Connects to 127.0.0.1:port and sends an opening handshake for `path` with `extra_headers`
   /// (each ending in CRLF). The answer's head is in response(); it must be a 101 unless
-  /// `expect_101` is false.
+  /// `expect_101` is false. `receive_buffer` > 0: SO_RCVBUF before the handshake (a reader
+  /// that is slow to take what it is sent).
   static Result<WsRawClient> open(uint16_t port, std::string_view path = "/",
                                   std::string_view extra_headers = "", bool expect_101 = true,
-                                  std::string_view key = "dGhlIHNhbXBsZSBub25jZQ==") {
-    auto fd = connect_loopback(port);
+                                  std::string_view key = "dGhlIHNhbXBsZSBub25jZQ==",
+                                  int receive_buffer = 0) {
+    auto fd = connect_loopback(port, 5000, receive_buffer);
     if (!fd) return Unexpected{fd.error()};
     WsRawClient client(std::move(*fd));
     std::string request = "GET " + std::string(path) +

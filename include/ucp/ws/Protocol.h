@@ -52,6 +52,8 @@ inline constexpr uint16_t kPolicyViolation = 1008;
 inline constexpr uint16_t kMessageTooBig = 1009;
 inline constexpr uint16_t kMandatoryExtension = 1010;
 inline constexpr uint16_t kInternalError = 1011;
+inline constexpr uint16_t kTryAgainLater =
+    1013;  // overloaded: e.g. a subscriber too slow to keep up
 }  // namespace close_code
 
 enum class MessageKind : uint8_t { kText = 1, kBinary = 2 };
