@@ -103,8 +103,9 @@ start_proxy() {
   PORT=$(free_port)
   case $name in
     ucp)
-      (pinned "$PROXY_CPUS" "$BIN/example_tcp_proxy" --threads 1 --buffer-size "$BUFFER_SIZE" \
-        "127.0.0.1:$PORT" "127.0.0.1:$UPSTREAM" >"$WORK/proxy.log" 2>&1) &
+      (pinned "$PROXY_CPUS" "$BIN/example_tcp_proxy" --set server.thread_num=1 \
+        --set proxy.buffer_size="$BUFFER_SIZE" --set server.ip=127.0.0.1 --set server.port="$PORT" \
+        --set proxy.servers="127.0.0.1:$UPSTREAM" >"$WORK/proxy.log" 2>&1) &
       ;;
     bare)
       (pinned "$PROXY_CPUS" "$BIN/uring_bare_relay" -p "$PORT" -u "$UPSTREAM" -b "$BUFFER_SIZE" \

@@ -41,15 +41,15 @@ std::unique_ptr<ServerProcess> start_echo_upstream(rlim_t nofile = 0) {
   return server;
 }
 
-/// The gateway in front of `servers` ("HOST:PORT, ..."), with extra options before them.
+/// The gateway in front of `servers` ("HOST:PORT, ..."), with more of its settings
+/// ("proxy.balance=hash", "server.thread_num=2").
 std::unique_ptr<ServerProcess> start_gateway(const std::string& servers,
-                                             std::vector<std::string> flags = {},
+                                             std::vector<std::string> settings = {},
                                              rlim_t nofile = 0) {
   ServerProcess::Options options;
   options.binary = kGateway;
-  options.command_line = std::move(flags);
-  options.command_line.push_back("127.0.0.1:0");
-  options.command_line.push_back(servers);
+  options.overrides = std::move(settings);
+  options.overrides.push_back("proxy.servers=" + servers);
   options.nofile_limit = nofile;
   auto gateway = std::make_unique<ServerProcess>(options);
   if (!gateway->binary_exists()) return gateway;
@@ -143,7 +143,7 @@ TEST(L4GatewayProcess, TenThousandRelayedConnectionsAtOnce) {
   limit.rlim_cur = limit.rlim_max;
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
   auto upstream = start_echo_upstream(n + 256);
-  auto gateway = start_gateway(at(upstream->port()), {"--threads", "2"}, gateway_needs);
+  auto gateway = start_gateway(at(upstream->port()), {"server.thread_num=2"}, gateway_needs);
   ASSERT_TRUE(gateway->alive());
   const int64_t idle_rss = gateway->rss_kb();
 
@@ -177,7 +177,7 @@ TEST(L4GatewayProcess, TenThousandRelayedConnectionsAtOnce) {
 TEST(L4GatewayProcess, FdExhaustionNeitherCrashesNorStopsTheGateway) {
   SKIP_WITHOUT_GATEWAY();
   auto upstream = start_echo_upstream();
-  auto gateway = start_gateway(at(upstream->port()), {"--threads", "1"}, /*nofile=*/64);
+  auto gateway = start_gateway(at(upstream->port()), {"server.thread_num=1"}, /*nofile=*/64);
   ASSERT_TRUE(gateway->alive());
   std::vector<UniqueFd> clients;
   int ok = 0, refused = 0, waiting = 0;
@@ -234,7 +234,7 @@ TEST(L4GatewayProcess, PeersThatDoNotReadBoundTheGatewaysMemory) {
   // that read nothing).
   auto listener = listen_on_loopback();
   ASSERT_TRUE(listener);
-  auto gateway = start_gateway(at(listener->second), {"--threads", "1"});
+  auto gateway = start_gateway(at(listener->second), {"server.thread_num=1"});
   ASSERT_TRUE(gateway->alive());
   const int64_t before = gateway->rss_kb();
   constexpr int kPairs = 16;
@@ -342,7 +342,8 @@ TEST_P(ProxyProtocolWithHaproxy, TheGatewayAcceptsHaproxysHeaderAndPassesTheClie
   // client -> HAProxy (send-proxy or send-proxy-v2) -> gateway (accepts it, sends v1) -> here.
   auto listener = listen_on_loopback();
   ASSERT_TRUE(listener);
-  auto gateway = start_gateway(at(listener->second), {"--accept-proxy", "--send-proxy", "v1"});
+  auto gateway =
+      start_gateway(at(listener->second), {"proxy.accept_proxy=true", "proxy.send_proxy=v1"});
   const uint16_t front = free_port();
   auto haproxy = start_haproxy(
       *haproxy_binary, haproxy_config(at(front), at(gateway->port()) + " " + GetParam()), front);
@@ -380,7 +381,7 @@ TEST_P(ProxyProtocolWithHaproxy, HaproxyAcceptsTheGatewaysHeader) {
   auto haproxy = start_haproxy(*haproxy_binary,
                                haproxy_config(at(port) + " accept-proxy", at(echo->port())), port);
   const std::string version = GetParam() == "send-proxy" ? "v1" : "v2";
-  auto gateway = start_gateway(at(port), {"--send-proxy", version});
+  auto gateway = start_gateway(at(port), {std::string("proxy.send_proxy=") + version});
   {
     auto client = connect_loopback(gateway->port());
     ASSERT_TRUE(client);
