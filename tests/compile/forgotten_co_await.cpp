@@ -24,13 +24,13 @@ ucp::Task<> session(ucp::TcpConnection& conn) {
   (void)co_await ucp::io::sleep_for(conn.loop(), 10ms);
   (void)co_await ucp::with_timeout(conn.read(buffer), 1s);
 #else
-  conn.write_all(std::span(hello));                     // MISTAKE
-  conn.write(std::span(hello));                         // MISTAKE
-  conn.read(buffer);                                    // MISTAKE
-  conn.receive();                                       // MISTAKE
-  conn.all_sent();                                      // MISTAKE
-  ucp::io::sleep_for(conn.loop(), 10ms);                // MISTAKE
-  ucp::with_timeout(conn.read(buffer), 1s);             // MISTAKE
+  conn.write_all(std::span(hello));          // MISTAKE
+  conn.write(std::span(hello));              // MISTAKE
+  conn.read(buffer);                         // MISTAKE
+  conn.receive();                            // MISTAKE
+  conn.all_sent();                           // MISTAKE
+  ucp::io::sleep_for(conn.loop(), 10ms);     // MISTAKE
+  ucp::with_timeout(conn.read(buffer), 1s);  // MISTAKE
 #endif
 }
 
@@ -40,9 +40,9 @@ ucp::Task<> chat(ucp::ws::WebSocket& ws) {
   (void)co_await ws.receive();
   (void)co_await ws.close();
 #else
-  ws.send_text("hi");  // MISTAKE
-  ws.receive();        // MISTAKE
-  ws.close();          // MISTAKE
+  ws.send_text("hi");                        // MISTAKE
+  ws.receive();                              // MISTAKE
+  ws.close();                                // MISTAKE
   co_return;
 #endif
 }

@@ -26,6 +26,7 @@ int main() {
   // A middleware that cannot go on (no Next).
   http.use([](Request&, Response&) -> Task<> { co_return; });  // MISTAKE
   // A WebSocket taken by value: it is the connection's, not a copy.
-  http.router().get("/ws", ucp::ws::upgrade({}, [](ucp::ws::WebSocket) -> Task<> { co_return; }));  // MISTAKE
+  http.router().get(
+      "/ws", ucp::ws::upgrade({}, [](ucp::ws::WebSocket) -> Task<> { co_return; }));  // MISTAKE
 #endif
 }
