@@ -18,6 +18,7 @@
 #include "ucp/io/detail/DatagramLayout.h"
 
 #include "../Sigpipe.h"
+#include "EpollBusyPoll.h"
 
 namespace ucp::detail {
 
@@ -100,6 +101,9 @@ Result<std::unique_ptr<EpollBackend>> EpollBackend::create(EventLoop& owner,
     warnings +=
         "registered_buffers_count: io_uring only (READ_FIXED/WRITE_FIXED); the epoll backend "
         "reads into pool blocks; ignored\n";
+  }
+  if (options.busy_poll_us > 0) {
+    self->capabilities_.napi_busy_poll = set_epoll_busy_poll(epoll_fd, options.busy_poll_us);
   }
   self->capabilities_.multishot_accept = true;
   self->capabilities_.multishot_receive = self->buffers_ != nullptr;
