@@ -685,20 +685,4 @@ Task<> Next::operator()() {
   return detail::not_routed(response_, allowed_);
 }
 
-Middleware access_log(LogLevel level) {
-  return [level](Request& request, Response& response, Next next) -> Task<> {
-    if (!Logger::enabled(level)) {  // no clock read while the level is off
-      co_await next();
-      co_return;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    co_await next();
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-    UCP_LOG_AT(level, "{} {} {} {} {}us", request.peer() ? request.peer()->to_string() : "-",
-               request.method_name(), request.target(), response.status(), micros);
-  };
-}
-
 }  // namespace ucp::http
