@@ -70,20 +70,25 @@ bool FileCache::read_whole(int fd, size_t size, std::string& content) {
 }
 
 FileCache& file_cache(uint64_t owner) {
-  // A server has one StaticFiles or a few: a short list, the most recent first after a miss.
-  // An owner that is gone is never asked for again and falls off the end.
+  // A server has one StaticFiles or a few: the last one asked for is remembered, the others
+  // are in a short list, the most recent first after a miss. An owner that is gone is never
+  // asked for again and falls off the end.
   static constexpr size_t kOwners = 8;
   struct Owned {
     uint64_t owner;
     std::unique_ptr<FileCache> cache;
   };
   thread_local std::vector<Owned> caches;
+  thread_local uint64_t last_owner = 0;
+  thread_local FileCache* last = nullptr;
+  if (owner == last_owner) return *last;
+  last_owner = owner;
   for (Owned& owned : caches) {
-    if (owned.owner == owner) return *owned.cache;
+    if (owned.owner == owner) return *(last = owned.cache.get());
   }
   if (caches.size() == kOwners) caches.pop_back();
   caches.insert(caches.begin(), Owned{owner, std::make_unique<FileCache>()});
-  return *caches.front().cache;
+  return *(last = caches.front().cache.get());
 }
 
 }  // namespace ucp::http::detail

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include <sys/stat.h>
@@ -33,7 +34,8 @@ namespace ucp::http::detail {
 /// its bytes (read once), else the open file (sent by the server).
 struct FileInfo {
   struct stat st {};
-  std::string name;           // the file served (a directory's index), for its type
+  std::string name;           // the file served (a directory's index)
+  std::string_view type;      // its Content-Type (static text)
   std::string opened;         // its path relative to the root, as opened
   std::string tag;            // ETag
   std::string last_modified;  // Last-Modified

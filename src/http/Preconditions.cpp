@@ -7,6 +7,7 @@
 #include "ucp/http/Request.h"
 #include "ucp/http/Response.h"
 
+#include "ConditionalFields.h"
 #include "TokenList.h"
 
 namespace ucp::http {
@@ -17,16 +18,16 @@ using detail::trim_ows;
 bool weak(std::string_view tag) noexcept { return tag.substr(0, 2) == "W/"; }
 std::string_view opaque(std::string_view tag) noexcept { return weak(tag) ? tag.substr(2) : tag; }
 
-/// A date header that parses; false (and the header is ignored) otherwise.
-bool header_date(const Request& request, std::string_view name, std::time_t& date) noexcept {
-  const std::string_view value = trim_ows(request.header(name));
+/// A date field that parses; false (and the field is ignored) otherwise.
+bool field_date(std::string_view value, std::time_t& date) noexcept {
+  value = trim_ows(value);
   return !value.empty() && parse_http_date(value, date);
 }
 
 /// If-Range still holds (§13.1.5): an entity tag compared strongly, or a date equal to the
 /// last modification. Absent: holds.
-bool if_range_holds(const Request& request, const Validators& validators) noexcept {
-  const std::string_view value = trim_ows(request.header("if-range"));
+bool if_range_holds(std::string_view value, const Validators& validators) noexcept {
+  value = trim_ows(value);
   if (value.empty()) return true;
   if (value.front() == '"' || weak(value)) {
     return !weak(value) && !validators.etag.empty() && !weak(validators.etag) &&
@@ -55,35 +56,73 @@ bool entity_tag_listed(std::string_view list, std::string_view etag, bool strong
   });
 }
 
-int evaluate_preconditions(const Request& request, const Validators& validators) noexcept {
-  const Method method = request.method();
-  const bool get_or_head = method == Method::kGet || method == Method::kHead;
+detail::ConditionalFields::ConditionalFields(const Request& request) noexcept
+    : method(request.method()) {
+  // One pass, told apart by length first; the first field of a name counts, as in header().
+  for (const Header& field : request.headers()) {
+    const std::string_view name = field.name;
+    switch (name.size()) {
+      case 5:
+        if (range.data() == nullptr && iequals(name, "range")) range = field.value;
+        break;
+      case 8:
+        if (!present_if_match && iequals(name, "if-match")) {
+          if_match = field.value;
+          present_if_match = true;
+        } else if (if_range.data() == nullptr && iequals(name, "if-range")) {
+          if_range = field.value;
+        }
+        break;
+      case 13:
+        if (!present_if_none_match && iequals(name, "if-none-match")) {
+          if_none_match = field.value;
+          present_if_none_match = true;
+        }
+        break;
+      case 17:
+        if (if_modified_since.data() == nullptr && iequals(name, "if-modified-since")) {
+          if_modified_since = field.value;
+        }
+        break;
+      case 19:
+        if (if_unmodified_since.data() == nullptr && iequals(name, "if-unmodified-since")) {
+          if_unmodified_since = field.value;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+int detail::preconditions_status(const ConditionalFields& fields,
+                                 const Validators& validators) noexcept {
+  const bool get_or_head = fields.method == Method::kGet || fields.method == Method::kHead;
   std::time_t date = 0;
   // 1 and 2: the client's copy must still be current (lost-update prevention).
-  if (request.has_header("if-match")) {
-    if (!entity_tag_listed(request.header("if-match"), validators.etag, true)) return 412;
-  } else if (validators.last_modified != 0 && header_date(request, "if-unmodified-since", date) &&
+  if (fields.present_if_match) {
+    if (!entity_tag_listed(fields.if_match, validators.etag, true)) return 412;
+  } else if (validators.last_modified != 0 && field_date(fields.if_unmodified_since, date) &&
              validators.last_modified > date) {
     return 412;
   }
   // 3 and 4: the client's copy is current already (a cache revalidating).
-  if (request.has_header("if-none-match")) {
-    if (entity_tag_listed(request.header("if-none-match"), validators.etag, false)) {
+  if (fields.present_if_none_match) {
+    if (entity_tag_listed(fields.if_none_match, validators.etag, false)) {
       return get_or_head ? 304 : 412;
     }
   } else if (get_or_head && validators.last_modified != 0 &&
-             header_date(request, "if-modified-since", date) && validators.last_modified <= date) {
+             field_date(fields.if_modified_since, date) && validators.last_modified <= date) {
     return 304;
   }
   return 0;
 }
 
-RangeDecision evaluate_range(const Request& request, const Validators& validators, uint64_t size,
-                             ByteRange& range) noexcept {
-  const Method method = request.method();
-  if (method != Method::kGet && method != Method::kHead) return RangeDecision::kWhole;
-  const std::string_view value = trim_ows(request.header("range"));
-  if (value.empty() || !if_range_holds(request, validators)) return RangeDecision::kWhole;
+RangeDecision detail::range_decision(const ConditionalFields& fields, const Validators& validators,
+                                     uint64_t size, ByteRange& range) noexcept {
+  if (fields.method != Method::kGet && fields.method != Method::kHead) return RangeDecision::kWhole;
+  const std::string_view value = trim_ows(fields.range);
+  if (value.empty() || !if_range_holds(fields.if_range, validators)) return RangeDecision::kWhole;
   if (value.size() < 6 || !iequals(value.substr(0, 6), "bytes=")) return RangeDecision::kWhole;
   const std::string_view spec = trim_ows(value.substr(6));
   if (spec.find(',') != std::string_view::npos) return RangeDecision::kWhole;  // several
@@ -114,6 +153,15 @@ RangeDecision evaluate_range(const Request& request, const Validators& validator
   return RangeDecision::kPartial;
 }
 
+int evaluate_preconditions(const Request& request, const Validators& validators) noexcept {
+  return detail::preconditions_status(detail::ConditionalFields(request), validators);
+}
+
+RangeDecision evaluate_range(const Request& request, const Validators& validators, uint64_t size,
+                             ByteRange& range) noexcept {
+  return detail::range_decision(detail::ConditionalFields(request), validators, size, range);
+}
+
 std::optional<ByteRange> answer_conditional(const Request& request, Response& response,
                                             const Validators& validators, uint64_t size) {
   if (validators.last_modified != 0) {
@@ -123,12 +171,13 @@ std::optional<ByteRange> answer_conditional(const Request& request, Response& re
   }
   if (!validators.etag.empty()) response.set_header("ETag", validators.etag);
   response.set_header("Accept-Ranges", "bytes");
-  if (const int status = evaluate_preconditions(request, validators); status != 0) {
+  const detail::ConditionalFields fields(request);
+  if (const int status = detail::preconditions_status(fields, validators); status != 0) {
     response.set_status(status);
     return std::nullopt;
   }
   ByteRange range;
-  switch (evaluate_range(request, validators, size, range)) {
+  switch (detail::range_decision(fields, validators, size, range)) {
     case RangeDecision::kUnsatisfiable:
       response.set_status(416);
       response.set_header("Content-Range", "bytes */" + std::to_string(size));

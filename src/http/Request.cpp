@@ -65,11 +65,11 @@ std::optional<std::string> Request::decoded_param(std::string_view name) const {
   return decoded;
 }
 
-bool Request::has_param(std::string_view name) const noexcept {
+std::optional<std::string_view> Request::find_param(std::string_view name) const noexcept {
   for (uint32_t i = 0; i < param_count_; ++i) {
-    if (params_[i].name == name) return true;
+    if (params_[i].name == name) return params_[i].value;
   }
-  return false;
+  return std::nullopt;
 }
 
 bool Request::set_id(std::string_view id) noexcept {

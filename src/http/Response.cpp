@@ -38,20 +38,30 @@ constexpr auto kTokenChars = [] {
   return table;
 }();
 
-bool token_char(char c) noexcept { return kTokenChars[static_cast<unsigned char>(c)]; }
+// What a header value may not hold: a CR or LF from application data would let it write
+// headers of its own (response splitting), a NUL ends it for some readers.
+constexpr auto kValueStops = [] {
+  std::array<bool, 256> table{};
+  table['\r'] = table['\n'] = table['\0'] = true;
+  return table;
+}();
+
+bool valid_name(std::string_view name) noexcept {
+  bool ok = !name.empty();
+  for (const char c : name) ok &= kTokenChars[static_cast<unsigned char>(c)];
+  return ok;
+}
+
+bool valid_value(std::string_view value) noexcept {
+  bool stop = false;
+  for (const char c : value) stop |= kValueStops[static_cast<unsigned char>(c)];
+  return !stop;
+}
 
 }  // namespace
 
 bool Response::add_header(std::string_view name, std::string_view value) noexcept {
-  // A CR or LF from application data would let it write headers of its own (response
-  // splitting): refuse rather than send it.
-  if (name.empty()) return false;
-  for (const char c : name) {
-    if (!token_char(c)) return false;
-  }
-  for (const char c : value) {
-    if (c == '\r' || c == '\n' || c == '\0') return false;
-  }
+  if (!valid_name(name) || !valid_value(value)) return false;
   // The fields the server writes itself, told apart by length first.
   bool date = false;
   bool server = false;
@@ -78,10 +88,21 @@ bool Response::add_header(std::string_view name, std::string_view value) noexcep
       break;
   }
   if (header_count_ == kMaxHeaders) return false;
-  const auto stored_name = copy(name);
-  const auto stored_value = stored_name ? copy(value) : std::nullopt;
-  if (!stored_value) return false;
-  ::new (&fields()[header_count_]) Header{*stored_name, *stored_value};
+  Header* field = &fields()[header_count_];
+  const size_t size = name.size() + value.size();
+  if (size <= kArenaBytes - arena_used_) {
+    // The usual case: both into the inline arena, side by side.
+    char* at = arena_ + arena_used_;
+    std::memcpy(at, name.data(), name.size());
+    if (!value.empty()) std::memcpy(at + name.size(), value.data(), value.size());
+    arena_used_ += size;
+    ::new (field) Header{{at, name.size()}, {at + name.size(), value.size()}};
+  } else {
+    const auto stored_name = copy(name);
+    const auto stored_value = stored_name ? copy(value) : std::nullopt;
+    if (!stored_value) return false;
+    ::new (field) Header{*stored_name, *stored_value};
+  }
   ++header_count_;
   custom_date_ = custom_date_ || date;
   custom_server_ = custom_server_ || server;
@@ -92,9 +113,7 @@ bool Response::set_header(std::string_view name, std::string_view value) noexcep
   Header* all = fields();
   for (uint32_t i = 0; i < header_count_; ++i) {
     if (!iequals(all[i].name, name)) continue;
-    for (const char c : value) {
-      if (c == '\r' || c == '\n' || c == '\0') return false;
-    }
+    if (!valid_value(value)) return false;
     const auto stored = copy(value);
     if (!stored) return false;
     all[i].value = *stored;

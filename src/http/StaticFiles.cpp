@@ -20,6 +20,7 @@
 #include "ucp/http/Url.h"
 #include "ucp/log/Logger.h"
 
+#include "ConditionalFields.h"
 #include "FileCache.h"
 
 namespace ucp::http {
@@ -117,6 +118,7 @@ void answer_failure(Response& response, int error, std::string_view path) {
 }
 
 void fill_validators(FileInfo& info) {
+  info.type = StaticFiles::content_type(info.name);
   info.tag = file_entity_tag(info.st.st_mtim.tv_sec, static_cast<uint64_t>(info.st.st_size));
   info.last_modified = format_http_date(info.st.st_mtim.tv_sec);
 }
@@ -130,13 +132,14 @@ void serve_file(const Request& request, Response& response, UniqueFd fd, const F
   response.add_header("ETag", info.tag);
   response.add_header("Accept-Ranges", "bytes");
   const Validators validators{.etag = info.tag, .last_modified = info.st.st_mtim.tv_sec};
-  if (const int status = evaluate_preconditions(request, validators); status != 0) {
+  const detail::ConditionalFields fields(request);
+  if (const int status = detail::preconditions_status(fields, validators); status != 0) {
     response.set_status(status);
     return;
   }
-  response.set_content_type(StaticFiles::content_type(info.name));
+  response.add_header("Content-Type", info.type);
   ByteRange range{0, size};
-  switch (evaluate_range(request, validators, size, range)) {
+  switch (detail::range_decision(fields, validators, size, range)) {
     case RangeDecision::kUnsatisfiable:
       response.set_status(416);
       response.add_header("Content-Range", "bytes */" + std::to_string(size));
@@ -195,8 +198,8 @@ void detail::StaticRoot::answer(const Request& request, Response& response) cons
   // The path under the mount: what a trailing `*` took, else the whole path.
   std::string_view encoded = request.path();
   std::string_view prefix;
-  if (request.has_param("*")) {
-    const std::string_view rest = request.param("*");
+  if (const auto star = request.find_param("*")) {
+    const std::string_view rest = *star;
     prefix = encoded.substr(0, encoded.size() - rest.size());
     encoded = prefix.empty() || prefix.back() != '/' ? rest : encoded.substr(prefix.size() - 1);
     prefix.remove_suffix(prefix.empty() ? 0 : 1);

@@ -98,8 +98,10 @@ class Request {
   /// paths have it), or nullopt when its escapes are malformed ("%zz") or decode to NUL.
   /// "" when the route has no such parameter.
   std::optional<std::string> decoded_param(std::string_view name) const;
-  /// Whether the matched route has a parameter `name` (a trailing `*` is "*").
-  bool has_param(std::string_view name) const noexcept;
+  /// The parameter, or nullopt when the matched route has none by that name (a trailing `*`
+  /// is "*"): an empty parameter and an absent one told apart.
+  std::optional<std::string_view> find_param(std::string_view name) const noexcept;
+  bool has_param(std::string_view name) const noexcept { return find_param(name).has_value(); }
 
   /// The request's id (the request_id() middleware sets it: taken from the request's
   /// X-Request-Id or generated), or "" without that middleware. Valid as long as the request.
