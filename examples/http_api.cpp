@@ -3,7 +3,8 @@
 //   curl 127.0.0.1:9082/items/apple        {"qty":5}
 //   curl 127.0.0.1:9082/items              ["apple"]
 //   curl -X DELETE 127.0.0.1:9082/items/apple
-// Routes with parameters, a status per outcome, one lock for the store the workers share; the
+// Routes with (percent-decoded) parameters, JSON bodies read and written with nlohmann/json
+// (ucp/http/Json.h), a status per outcome, one lock for the store the workers share. The
 // runtime (ucp/app/Application.h) gives it --set, --help, signals and the exit codes.
 
 #include <map>
@@ -11,45 +12,44 @@
 #include <string>
 
 #include "ucp/app/Application.h"
+#include "ucp/http/Json.h"
 
-using ucp::Task;
 using ucp::http::Request;
 using ucp::http::Response;
+namespace http = ucp::http;
 
 int main(int argc, char** argv) {
   ucp::app::Application app("example_http_api");
-  app.schema().set_defaults(
-      {"server.ip=127.0.0.1", "server.port=9082", "server.thread_num=2", "log.file="});
+  app.schema().set_defaults({"server.port=9082", "server.thread_num=2", "log.file="});
   if (auto exit_code = app.setup(argc, argv)) return *exit_code;
   std::mutex mutex;  // the two workers share the store
-  std::map<std::string, std::string, std::less<>> items;
-  ucp::http::HttpServer server(app.server_options(), app.loop_options(), app.http_options());
+  std::map<std::string, http::Json> items;
+  http::HttpServer server(app.server_options(), app.loop_options(), app.http_options());
   auto& api = server.router();
-  api.get("/items", [&](Request&, Response& res) -> Task<> {
-    std::string list = "[";
+  auto key = [](Request& req) { return req.decoded_param("key").value_or(""); };  // "my%20x"
+  api.get("/items", [&](Request&, Response& res) -> ucp::Task<> {
     std::lock_guard lock(mutex);
-    for (const auto& [key, value] : items) list += (list.size() > 1 ? ",\"" : "\"") + key + "\"";
-    res.set_content_type("application/json");
-    res.body_buffer() = list + "]";
-    co_return;
+    http::Json keys = http::Json::array();
+    for (const auto& item : items) keys.push_back(item.first);
+    co_return http::json(res, keys);
   });
-  api.get("/items/{key}", [&](Request& req, Response& res) -> Task<> {
+  api.get("/items/{key}", [&](Request& req, Response& res) -> ucp::Task<> {
     std::lock_guard lock(mutex);
-    auto item = items.find(req.param("key"));
-    if (item == items.end()) co_return res.set_status(404);
-    res.set_content_type("application/json");
-    res.body_buffer() = item->second;
+    auto item = items.find(key(req));
+    if (item == items.end()) co_return res.reply(404);
+    co_return http::json(res, item->second);
   });
-  api.put("/items/{key}", [&](Request& req, Response& res) -> Task<> {
-    if (!req.header("content-type").starts_with("application/json")) co_return res.set_status(415);
+  api.put("/items/{key}", [&](Request& req, Response& res) -> ucp::Task<> {
+    if (!http::is_json(req)) co_return res.reply(415);
+    auto body = http::read_json(req);
+    if (!body) co_return res.text(body.error().message + "\n", 400);
     std::lock_guard lock(mutex);
-    const bool created = items.insert_or_assign(std::string(req.param("key")), req.body()).second;
-    res.set_status(created ? 201 : 204);
+    auto [item, created] = items.insert_or_assign(key(req), std::move(*body));
+    res.reply(created ? 201 : 204);
   });
-  api.del("/items/{key}", [&](Request& req, Response& res) -> Task<> {
+  api.del("/items/{key}", [&](Request& req, Response& res) -> ucp::Task<> {
     std::lock_guard lock(mutex);
-    res.set_status(items.erase(std::string(req.param("key"))) > 0 ? 204 : 404);
-    co_return;
+    co_return res.reply(items.erase(key(req)) > 0 ? 204 : 404);
   });
   return app.serve(server);
 }
