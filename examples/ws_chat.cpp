@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   ucp::http::HttpServer server(app.server_options(), app.loop_options(), app.http_options());
   server.router().get(
       "/chat/{room}", [&](ucp::http::Request& req, ucp::http::Response& res) -> Task<> {
-        std::string room(req.param("room"));  // 400/426 below unless a valid upgrade
+        std::string room = req.decoded_param("room").value_or("");  // "my%20room": "my room"
         ucp::ws::accept(req, res, options,
                         [&rooms, room](WebSocket& ws) { return member(ws, rooms, room); });
         co_return;
