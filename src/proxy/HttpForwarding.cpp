@@ -1,0 +1,201 @@
+#include "HttpForwarding.h"
+
+#include <arpa/inet.h>
+
+#include "ucp/http/Status.h"
+
+namespace ucp::proxy::detail {
+namespace {
+
+using http::iequals;
+
+// RFC 9110 §7.6.1.
+constexpr std::string_view kHopByHop[] = {"connection", "proxy-connection", "keep-alive",
+                                          "te",         "transfer-encoding", "upgrade"};
+
+/// Calls `f(token)` for each element of a comma-separated list, skipping empty ones; stops
+/// when `f` returns true, and returns whether it did.
+template <class F>
+bool any_token(std::string_view list, F&& f) {
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view token = list.substr(0, comma);
+    const size_t first = token.find_first_not_of(" \t");
+    token = first == std::string_view::npos
+                ? std::string_view()
+                : token.substr(first, token.find_last_not_of(" \t") - first + 1);
+    if (!token.empty() && f(token)) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+void append_field(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name).append(": ").append(value).append("\r\n");
+}
+
+}  // namespace
+
+bool HopByHop::contains(std::string_view name) const noexcept {
+  if (iequals(name, "host")) return false;
+  for (const std::string_view hop : kHopByHop) {
+    if (iequals(name, hop)) return true;
+  }
+  return connection_lists(name);
+}
+
+bool HopByHop::connection_lists(std::string_view token) const noexcept {
+  for (const http::Header& field : fields_) {
+    if (!iequals(field.name, "connection")) continue;
+    if (any_token(field.value, [token](std::string_view t) { return iequals(t, token); })) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string client_ip(const InetAddress& client) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (client.family() == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(client.get());
+    ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+  } else if (client.family() == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(client.get());
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+      ::inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], text, sizeof text);
+    } else {
+      ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+    }
+  } else {
+    return "unknown";  // RFC 7239's word for it
+  }
+  return text;
+}
+
+bool is_websocket_upgrade(const http::Request& request) noexcept {
+  if (request.method() != http::Method::kGet) return false;
+  const bool websocket = any_token(request.header("upgrade"),
+                                   [](std::string_view t) { return iequals(t, "websocket"); });
+  return websocket && HopByHop(request.headers()).connection_lists("upgrade");
+}
+
+void append_upstream_head(std::string& out, const UpstreamHead& head) {
+  const http::Request& request = head.request;
+  std::string_view target = request.target();
+  std::string origin_form;
+  if (!target.empty() && target.front() != '/' && target != "*") {  // absolute-form
+    origin_form.assign(request.path());
+    if (!request.query().empty()) origin_form.append("?").append(request.query());
+    target = origin_form;
+  }
+  out.append(request.method_name()).append(" ").append(target).append(" HTTP/1.1\r\n");
+  append_field(out, "Host", request.host());
+  const HopByHop hop(request.headers());
+  std::string forwarded_for;
+  std::string forwarded;
+  for (const http::Header& field : request.headers()) {
+    const std::string_view name = field.name;
+    if (iequals(name, "host") || hop.contains(name) || iequals(name, "content-length") ||
+        iequals(name, "expect") || iequals(name, "x-forwarded-proto")) {
+      continue;
+    }
+    if (iequals(name, "x-forwarded-for")) {
+      if (!forwarded_for.empty()) forwarded_for.append(", ");
+      forwarded_for.append(field.value);
+      continue;
+    }
+    if (iequals(name, "forwarded")) {
+      if (!forwarded.empty()) forwarded.append(", ");
+      forwarded.append(field.value);
+      continue;
+    }
+    append_field(out, name, field.value);
+  }
+  if (!forwarded_for.empty()) forwarded_for.append(", ");
+  forwarded_for.append(head.client_ip);
+  append_field(out, "X-Forwarded-For", forwarded_for);
+  append_field(out, "X-Forwarded-Proto", head.proto);
+  if (!forwarded.empty()) forwarded.append(", ");
+  const bool ipv6 = head.client_ip.find(':') != std::string_view::npos;
+  forwarded.append("for=");
+  if (ipv6) {
+    forwarded.append("\"[").append(head.client_ip).append("]\"");
+  } else {
+    forwarded.append(head.client_ip);
+  }
+  forwarded.append(";proto=").append(head.proto);
+  if (!request.host().empty()) forwarded.append(";host=\"").append(request.host()).append("\"");
+  append_field(out, "Forwarded", forwarded);
+  if (head.framing == http::BodyFraming::kLength) {
+    append_field(out, "Content-Length", std::to_string(head.content_length));
+  } else if (head.framing == http::BodyFraming::kChunked) {
+    append_field(out, "Transfer-Encoding", "chunked");
+  }
+  if (head.websocket) {
+    append_field(out, "Connection", "Upgrade");
+    append_field(out, "Upgrade", request.header("upgrade"));
+  }
+  out.append("\r\n");
+}
+
+ClientFraming client_framing(const http::ResponseHead& head, int client_minor) noexcept {
+  switch (head.framing) {
+    case http::BodyFraming::kNone:
+      return ClientFraming::kNone;
+    case http::BodyFraming::kLength:
+      return ClientFraming::kLength;
+    case http::BodyFraming::kChunked:
+    case http::BodyFraming::kUntilClose:
+      break;
+  }
+  return client_minor >= 1 ? ClientFraming::kChunked : ClientFraming::kUntilClose;
+}
+
+void append_client_head(std::string& out, const ClientHead& head) {
+  const http::ResponseHead& response = head.response;
+  const std::string_view reason =
+      response.reason.empty() ? http::reason_phrase(response.status) : response.reason;
+  out.append("HTTP/1.1 ").append(std::to_string(response.status)).append(" ").append(reason);
+  out.append("\r\n");
+  // A response without a body (to HEAD, a 304) keeps the Content-Length it announces.
+  const bool keep_length = head.framing == ClientFraming::kNone && response.status >= 200 &&
+                           response.status != 204;
+  const HopByHop hop(response.headers);
+  for (const http::Header& field : response.headers) {
+    if (hop.contains(field.name)) continue;
+    if (iequals(field.name, "content-length") && !keep_length) continue;
+    append_field(out, field.name, field.value);
+  }
+  if (head.framing == ClientFraming::kLength) {
+    append_field(out, "Content-Length", std::to_string(response.content_length));
+  } else if (head.framing == ClientFraming::kChunked) {
+    append_field(out, "Transfer-Encoding", "chunked");
+  }
+  if (head.upgrade) {
+    append_field(out, "Connection", "Upgrade");
+    append_field(out, "Upgrade", response.header("upgrade"));
+  } else if (!head.keep_alive) {
+    append_field(out, "Connection", "close");
+  } else if (head.client_minor == 0) {
+    append_field(out, "Connection", "keep-alive");
+  }
+  out.append("\r\n");
+}
+
+void append_status_response(std::string& out, int status, bool keep_alive, int client_minor) {
+  const std::string_view reason = http::reason_phrase(status);
+  std::string body = std::to_string(status);
+  body.append(" ").append(reason).append("\n");
+  out.append("HTTP/1.1 ").append(std::to_string(status)).append(" ").append(reason).append("\r\n");
+  append_field(out, "Content-Type", "text/plain");
+  append_field(out, "Content-Length", std::to_string(body.size()));
+  if (!keep_alive) {
+    append_field(out, "Connection", "close");
+  } else if (client_minor == 0) {
+    append_field(out, "Connection", "keep-alive");
+  }
+  out.append("\r\n").append(body);
+}
+
+}  // namespace ucp::proxy::detail
