@@ -266,7 +266,8 @@ Task<Result<ClientResponse>> Client::exchange(const ParsedUrl& url, ClientReques
     length = request.body.size();
   }
   std::string head;
-  if (auto encoded = append_request_head(head, request.method, url.target, headers, framing, length);
+  if (auto encoded =
+          append_request_head(head, request.method, url.target, headers, framing, length);
       !encoded) {
     co_return Unexpected{encoded.error()};
   }
@@ -314,8 +315,7 @@ Task<Result<ClientResponse>> Client::exchange(const ParsedUrl& url, ClientReques
       }
     }
     if (!failure) {
-      ClientResponse result(*this, std::move(session), key,
-                            "http://" + authority + url.target);
+      ClientResponse result(*this, std::move(session), key, "http://" + authority + url.target);
       result.head_ = &result.session_->response_head();
       co_return std::move(result);
     }
@@ -360,9 +360,8 @@ Task<Result<ClientResponse>> Client::send(ClientRequest request) {
       request.body.clear();
       request.body_source = {};
       request.body_length.reset();
-      std::erase_if(request.headers, [](const auto& field) {
-        return iequals(field.first, "content-type");
-      });
+      std::erase_if(request.headers,
+                    [](const auto& field) { return iequals(field.first, "content-type"); });
     }
     request.url = std::move(*next_text);
     url = std::move(next);

@@ -83,9 +83,9 @@ std::string_view ResponseHead::header(std::string_view name) const noexcept {
   return {};
 }
 
-Result<void> append_request_head(std::string& out, std::string_view method,
-                                 std::string_view target, std::span<const Header> headers,
-                                 BodyFraming framing, uint64_t length) {
+Result<void> append_request_head(std::string& out, std::string_view method, std::string_view target,
+                                 std::span<const Header> headers, BodyFraming framing,
+                                 uint64_t length) {
   const auto bad = Unexpected{make_error_code(ClientErrc::kBadHeader)};
   if (!is_token(method) || target.empty() || !is_safe_text(target) ||
       target.find(' ') != std::string_view::npos) {
@@ -141,7 +141,8 @@ Task<Result<void>> ClientSession::send_head(std::string_view head, BodyFraming f
   request_complete_ = !body;
   if (body) {
     // Queued (copied): it leaves with the first piece of the body, in one send.
-    if (auto queued = co_await connection_->write(head); !queued) co_return fail_send(queued.error());
+    if (auto queued = co_await connection_->write(head); !queued)
+      co_return fail_send(queued.error());
     co_return Result<void>{};
   }
   if (auto sent = co_await connection_->write_all(head); !sent) co_return fail_send(sent.error());
@@ -149,7 +150,8 @@ Task<Result<void>> ClientSession::send_head(std::string_view head, BodyFraming f
 }
 
 Task<Result<void>> ClientSession::send_body(std::string_view bytes) {
-  if (failed_ || send_failed_ || request_complete_) co_return fail_send(make_error_code(std::errc::connection_aborted));
+  if (failed_ || send_failed_ || request_complete_)
+    co_return fail_send(make_error_code(std::errc::connection_aborted));
   if (bytes.empty()) co_return Result<void>{};
   if (request_framing_ == BodyFraming::kLength) {
     if (bytes.size() > request_length_ - request_sent_) {
@@ -159,7 +161,8 @@ Task<Result<void>> ClientSession::send_body(std::string_view bytes) {
     std::string size;
     append_hex(size, bytes.size());
     size.append("\r\n");
-    if (auto queued = co_await connection_->write(size); !queued) co_return fail_send(queued.error());
+    if (auto queued = co_await connection_->write(size); !queued)
+      co_return fail_send(queued.error());
   }
   if (auto sent = co_await connection_->write_all(bytes); !sent) co_return fail_send(sent.error());
   request_sent_ += bytes.size();
@@ -175,7 +178,8 @@ Task<Result<void>> ClientSession::end_body(std::span<const Header> trailers) {
   if (failed_ || send_failed_) co_return fail_send(make_error_code(std::errc::connection_aborted));
   if (request_complete_) co_return Result<void>{};
   if (request_framing_ == BodyFraming::kLength) {
-    if (request_sent_ != request_length_) co_return fail_send(make_error_code(ClientErrc::kBodyLength));
+    if (request_sent_ != request_length_)
+      co_return fail_send(make_error_code(ClientErrc::kBodyLength));
     request_complete_ = true;
     co_return Result<void>{};
   }
@@ -215,10 +219,10 @@ Task<Result<const ResponseHead*>> ClientSession::read_head(uint32_t timeout_ms) 
         co_return &parser_->head();
       case Event::kError:
         if (eof_) co_return Unexpected{fail(make_error_code(ClientErrc::kClosed)).error()};
-        co_return Unexpected{fail(make_error_code(parser_->too_large()
-                                                      ? ClientErrc::kResponseTooLarge
+        co_return Unexpected{
+            fail(make_error_code(parser_->too_large() ? ClientErrc::kResponseTooLarge
                                                       : ClientErrc::kMalformedResponse))
-                                 .error()};
+                .error()};
       case Event::kBody:
       case Event::kEnd:  // not before a head
         co_return Unexpected{fail(make_error_code(ClientErrc::kMalformedResponse)).error()};
@@ -238,7 +242,8 @@ Task<Result<std::string_view>> ClientSession::read_body(uint32_t timeout_ms) {
   using Event = detail::ResponseParser::Event;
   if (failed_) co_return Unexpected{make_error_code(std::errc::connection_aborted)};
   if (response_complete_) co_return std::string_view();
-  if (!parser_->head_complete()) co_return Unexpected{fail(make_error_code(std::errc::invalid_argument)).error()};
+  if (!parser_->head_complete())
+    co_return Unexpected{fail(make_error_code(std::errc::invalid_argument)).error()};
   if (parser_->head().status == 101) {
     response_complete_ = true;  // the rest is another protocol's (take_received)
     co_return std::string_view();
@@ -254,10 +259,10 @@ Task<Result<std::string_view>> ClientSession::read_body(uint32_t timeout_ms) {
         co_return std::string_view();
       case Event::kError:
         if (eof_) co_return Unexpected{fail(make_error_code(ClientErrc::kClosed)).error()};
-        co_return Unexpected{fail(make_error_code(parser_->too_large()
-                                                      ? ClientErrc::kResponseTooLarge
+        co_return Unexpected{
+            fail(make_error_code(parser_->too_large() ? ClientErrc::kResponseTooLarge
                                                       : ClientErrc::kMalformedResponse))
-                                 .error()};
+                .error()};
       case Event::kHead:
         co_return Unexpected{fail(make_error_code(ClientErrc::kMalformedResponse)).error()};
       case Event::kNeedMore:
@@ -288,8 +293,9 @@ BufferLease ClientSession::take_received() noexcept {
 }
 
 bool ClientSession::reusable() const noexcept {
-  return !failed_ && !send_failed_ && !eof_ && request_complete_ && response_complete_ && pending_.empty() &&
-         parser_->complete() && parser_->head().keep_alive && !connection_->closed();
+  return !failed_ && !send_failed_ && !eof_ && request_complete_ && response_complete_ &&
+         pending_.empty() && parser_->complete() && parser_->head().keep_alive &&
+         !connection_->closed();
 }
 
 Task<> ClientSession::close() {

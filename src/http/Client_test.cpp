@@ -181,7 +181,7 @@ TEST_F(ClientTest, ReadsAStreamedResponsePieceByPiece) {
       ++pieces;
     }
     EXPECT_EQ(total, 4u << 20);
-    EXPECT_GT(pieces, 64);         // never the whole body at once...
+    EXPECT_GT(pieces, 64);          // never the whole body at once...
     EXPECT_LE(largest, 64u << 10);  // ...each piece a receive buffer's worth at most
   }(*loop_, server));
 }

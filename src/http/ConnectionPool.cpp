@@ -136,9 +136,10 @@ Task<> ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> ses
   EventLoop& loop = loop_;  // the pool may be gone when the receive ends
   Idle idle(this, std::move(key), std::move(session));
   link(idle);
-  const Clock::time_point due = options_.idle_timeout_ms == 0
-                                    ? Clock::time_point::max()
-                                    : loop_.now() + std::chrono::milliseconds(options_.idle_timeout_ms);
+  const Clock::time_point due =
+      options_.idle_timeout_ms == 0
+          ? Clock::time_point::max()
+          : loop_.now() + std::chrono::milliseconds(options_.idle_timeout_ms);
   BufferLease lease;
   auto received = co_await with_stop(
       with_deadline(idle.session->connection().receive_into(lease), due), idle.stop.token());

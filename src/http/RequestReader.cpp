@@ -108,8 +108,8 @@ Task<RequestReader::Status> RequestReader::next() {
     const Clock::time_point due =
         parser_->in_message()
             ? head_due
-            : after(connection_.loop(), requests_ == 0 ? options_.header_timeout_ms
-                                                       : options_.keepalive_timeout_ms);
+            : after(connection_.loop(),
+                    requests_ == 0 ? options_.header_timeout_ms : options_.keepalive_timeout_ms);
     if (auto received = co_await receive(due); !received) {
       if (received.error() == std::errc::timed_out && parser_->in_message()) {
         (void)refuse(408, "request head not complete in time");

@@ -291,7 +291,8 @@ int ResponseParser::on_header_value_complete(llhttp_t* parser) noexcept {
   if (p.open_ != Token::kValue) field.value = {};
   p.open_ = Token::kNone;
   const std::string& bytes = p.head_complete_ ? p.trailer_bytes_ : p.head_bytes_;
-  while (field.value.length > 0 && is_whitespace(bytes[field.value.offset + field.value.length - 1])) {
+  while (field.value.length > 0 &&
+         is_whitespace(bytes[field.value.offset + field.value.length - 1])) {
     --field.value.length;  // llhttp drops leading whitespace only
   }
   if (!p.head_complete_) {

@@ -81,8 +81,8 @@ Parsed parse_whole(std::string_view text, bool head_request = false, bool eof = 
 /// The same response split in two at every offset, and fed one byte at a time.
 void expect_same_at_every_split(std::string_view text, const Parsed& whole, bool eof = false) {
   for (size_t cut = 1; cut < text.size(); ++cut) {
-    const Parsed split = parse({std::string(text.substr(0, cut)), std::string(text.substr(cut))},
-                               false, eof);
+    const Parsed split =
+        parse({std::string(text.substr(0, cut)), std::string(text.substr(cut))}, false, eof);
     ASSERT_TRUE(split.ok) << "cut at " << cut << ": " << split.reason;
     EXPECT_EQ(split.body, whole.body) << "cut at " << cut;
     EXPECT_EQ(split.headers, whole.headers) << "cut at " << cut;
@@ -203,7 +203,8 @@ TEST(ResponseParser, RefusesAmbiguousOrMalformedFraming) {
       "HTTP/1.1 200 OK\r\nContent-Length: +3\r\n\r\nabc",
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabc",
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n0\r\n\r\n",
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3x\r\nabc\r\n0\r\n\r\n",
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcd\r\n0\r\n\r\n",
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;\r\nabc\r\n0\r\n\r\n",
@@ -234,13 +235,15 @@ TEST(ResponseParser, RefusesHeadsAboveTheLimits) {
   for (int i = 0; i < 9; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
   EXPECT_FALSE(parse_whole(many + "Content-Length: 0\r\n\r\n").ok);
   std::string interim;
-  for (uint32_t i = 0; i <= ResponseParser::kMaxInterim; ++i) interim += "HTTP/1.1 100 Continue\r\n\r\n";
+  for (uint32_t i = 0; i <= ResponseParser::kMaxInterim; ++i)
+    interim += "HTTP/1.1 100 Continue\r\n\r\n";
   EXPECT_FALSE(parse_whole(interim + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").ok);
 }
 
 TEST(ResponseParser, ClosedBeforeTheEndIsAnError) {
   EXPECT_FALSE(parse_whole("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", false, true).ok);
-  EXPECT_FALSE(parse_whole("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", false, true).ok);
+  EXPECT_FALSE(
+      parse_whole("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", false, true).ok);
   EXPECT_FALSE(parse_whole("HTTP/1.1 200 OK\r\nContent-Le", false, true).ok);
 }
 

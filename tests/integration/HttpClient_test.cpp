@@ -2,8 +2,6 @@
 // how to install it, where nginx is not there), each on a free loopback port: a file streamed
 // and checked byte for byte, keep-alive reuse counted, request bodies, HEAD, Range, errors.
 
-#include "ucp/http/Client.h"
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "ucp/http/Client.h"
 
 #include "ExternalProcess.h"
 #include "LoopRunner.h"
@@ -130,7 +130,8 @@ TEST_F(HttpClientAgainst, Nginx) {
   server {
     listen 127.0.0.1:PORT;
     keepalive_requests 1000;
-    root )" + www.dir() + R"(;
+    root )" + www.dir() +
+                      R"(;
     location = /moved { return 301 /index.html; }
   }
 )");

@@ -57,7 +57,8 @@ inline uint16_t free_loopback_port() {
 }
 
 /// Waits (bounded) until something accepts connections on 127.0.0.1:`port`.
-inline bool wait_listening(uint16_t port, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+inline bool wait_listening(uint16_t port,
+                           std::chrono::milliseconds limit = std::chrono::seconds(10)) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -184,7 +185,8 @@ class NginxProcess {
     replace_all(block, "DIR", dir_);
     std::ofstream(dir_ + "/nginx.conf")
         << "daemon off;\nmaster_process off;\nworker_processes 1;\npid " << dir_
-        << "/nginx.pid;\nerror_log " << dir_ << "/error.log warn;\nevents { worker_connections 4096; }\n"
+        << "/nginx.pid;\nerror_log " << dir_
+        << "/error.log warn;\nevents { worker_connections 4096; }\n"
         << "http {\n  access_log off;\n  client_body_temp_path " << dir_ << "/body;\n"
         << "  proxy_temp_path " << dir_ << "/proxy;\n  fastcgi_temp_path " << dir_
         << "/fastcgi;\n  uwsgi_temp_path " << dir_ << "/uwsgi;\n  scgi_temp_path " << dir_
@@ -213,7 +215,8 @@ class NginxProcess {
 
  private:
   static void replace_all(std::string& text, const std::string& from, const std::string& to) {
-    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    for (size_t at = text.find(from); at != std::string::npos;
+         at = text.find(from, at + to.size())) {
       text.replace(at, from.size(), to);
     }
   }

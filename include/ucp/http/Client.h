@@ -160,7 +160,8 @@ class Client {
  private:
   friend class ClientResponse;
   /// One request to one URL, without redirects.
-  Task<Result<ClientResponse>> exchange(const ParsedUrl& url, ClientRequest& request, bool replayable);
+  Task<Result<ClientResponse>> exchange(const ParsedUrl& url, ClientRequest& request,
+                                        bool replayable);
   Task<Result<std::unique_ptr<ClientSession>>> connect(const ParsedUrl& url);
 
   EventLoop& loop_;

@@ -171,9 +171,9 @@ class ClientSession {
 /// Transfer-Encoding: chunked) and the empty line to `out`. The caller's headers carry Host and
 /// no framing field of their own. Refuses (kBadHeader, `out` unchanged) a method or field name
 /// that is not a token, a target or value with CR, LF, NUL or (target) a space.
-Result<void> append_request_head(std::string& out, std::string_view method,
-                                 std::string_view target, std::span<const Header> headers,
-                                 BodyFraming framing, uint64_t length = 0);
+Result<void> append_request_head(std::string& out, std::string_view method, std::string_view target,
+                                 std::span<const Header> headers, BodyFraming framing,
+                                 uint64_t length = 0);
 
 }  // namespace ucp::http
 

@@ -37,9 +37,9 @@
 namespace ucp::http {
 
 struct PoolOptions {
-  uint32_t max_idle = 64;           // idle connections in all
-  uint32_t max_idle_per_key = 32;   // idle connections to one key
-  uint32_t idle_timeout_ms = 60000; // an idle connection unused this long is closed (0 = never)
+  uint32_t max_idle = 64;            // idle connections in all
+  uint32_t max_idle_per_key = 32;    // idle connections to one key
+  uint32_t idle_timeout_ms = 60000;  // an idle connection unused this long is closed (0 = never)
 };
 
 class ConnectionPool {
