@@ -10,7 +10,7 @@ namespace {
 using http::iequals;
 
 // RFC 9110 §7.6.1.
-constexpr std::string_view kHopByHop[] = {"connection", "proxy-connection", "keep-alive",
+constexpr std::string_view kHopByHop[] = {"connection", "proxy-connection",  "keep-alive",
                                           "te",         "transfer-encoding", "upgrade"};
 
 /// Calls `f(token)` for each element of a comma-separated list, skipping empty ones; stops
@@ -159,8 +159,8 @@ void append_client_head(std::string& out, const ClientHead& head) {
   out.append("HTTP/1.1 ").append(std::to_string(response.status)).append(" ").append(reason);
   out.append("\r\n");
   // A response without a body (to HEAD, a 304) keeps the Content-Length it announces.
-  const bool keep_length = head.framing == ClientFraming::kNone && response.status >= 200 &&
-                           response.status != 204;
+  const bool keep_length =
+      head.framing == ClientFraming::kNone && response.status >= 200 && response.status != 204;
   const HopByHop hop(response.headers);
   for (const http::Header& field : response.headers) {
     if (hop.contains(field.name)) continue;

@@ -25,9 +25,8 @@ Result<void, Error> HttpGateway::check(const HttpProxyOptions& proxy,
   };
   const auto invalid = std::make_error_code(std::errc::invalid_argument);
   if (!proxy.default_upstream.empty() && !known(proxy.default_upstream)) {
-    return Unexpected{Error("gateway.upstream: no upstream group named '" +
-                                proxy.default_upstream + "'",
-                            invalid)};
+    return Unexpected{Error(
+        "gateway.upstream: no upstream group named '" + proxy.default_upstream + "'", invalid)};
   }
   for (const HttpRoute& route : proxy.routes) {
     if (!known(route.upstream)) {

@@ -70,7 +70,6 @@ Upstreams::WorkerUpdate HttpProxy::reconfigure_with_upstreams(HttpProxyOptions o
 
 namespace detail {
 
-
 Task<Result<void>> send_status(TcpConnection& client, int status, bool keep_alive,
                                int client_minor) {
   std::string text;
@@ -156,8 +155,8 @@ Task<bool> HttpProxy::handle(Worker& worker, TcpConnection& client, RequestReade
   if (!group) {  // validation makes routes name groups; a worker between two sets may lack one
     co_return co_await answer(503);
   }
-  Exchange exchange{client, reader, address, ip, *settings, std::move(group),
-                    worker.group_state(*upstream)};
+  Exchange exchange{
+      client, reader, address, ip, *settings, std::move(group), worker.group_state(*upstream)};
   co_return co_await forward(worker, exchange);
 }
 

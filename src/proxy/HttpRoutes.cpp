@@ -46,7 +46,8 @@ Error invalid(const HttpRoute& route, const std::string& what) {
 Result<void, Error> validate(const std::vector<HttpRoute>& routes) {
   for (const HttpRoute& route : routes) {
     if (route.name.empty()) {
-      return Unexpected{Error("a route without a name", std::make_error_code(std::errc::invalid_argument))};
+      return Unexpected{
+          Error("a route without a name", std::make_error_code(std::errc::invalid_argument))};
     }
     if (route.host.empty()) return Unexpected{invalid(route, "host: empty (use * for any)")};
     if (route.path_prefix.empty() || route.path_prefix.front() != '/') {
@@ -70,7 +71,8 @@ RouteTable::RouteTable(std::vector<HttpRoute> routes, std::string default_upstre
 const HttpRoute* RouteTable::match_route(std::string_view host,
                                          std::string_view path) const noexcept {
   for (const HttpRoute& route : routes_) {
-    if (path.substr(0, route.path_prefix.size()) == route.path_prefix && host_matches(route, host)) {
+    if (path.substr(0, route.path_prefix.size()) == route.path_prefix &&
+        host_matches(route, host)) {
       return &route;
     }
   }

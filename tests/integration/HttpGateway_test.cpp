@@ -182,31 +182,33 @@ TEST_P(HttpGatewayTest, RoutesByHostAndLongestPrefix) {
   START_OR_FAIL(web);
   START_OR_FAIL(api);
   START_OR_FAIL(admin);
-  Gateway gateway(options(backend(),
-                          {group("web", {web.port()}), group("api", {api.port()}),
-                           group("admin", {admin.port()})},
-                          "web",
-                          {{"api", "*", "/api/", "api"},
-                           {"api-who", "*", "/api/who", "admin"},
-                           {"admin-host", "admin.test", "/", "admin"}}));
+  Gateway gateway(options(
+      backend(),
+      {group("web", {web.port()}), group("api", {api.port()}), group("admin", {admin.port()})},
+      "web",
+      {{"api", "*", "/api/", "api"},
+       {"api-who", "*", "/api/who", "admin"},
+       {"admin-host", "admin.test", "/", "admin"}}));
   START_OR_FAIL(gateway);
   auto fd = test::connect_loopback(gateway.port());
   ASSERT_TRUE(fd);
   std::string pending;
-  EXPECT_EQ(ask(fd->get(), get("/who"), pending).body, "web");               // the default
-  EXPECT_EQ(ask(fd->get(), get("/api/who"), pending).body, "admin");         // longer prefix
+  EXPECT_EQ(ask(fd->get(), get("/who"), pending).body, "web");        // the default
+  EXPECT_EQ(ask(fd->get(), get("/api/who"), pending).body, "admin");  // longer prefix
   EXPECT_EQ(ask(fd->get(), get("/who", "ADMIN.test:8080"), pending).body, "admin");  // host
   // Routes see the path decoded and normalized; the server gets the target as it was sent.
-  EXPECT_EQ(ask(fd->get(), get("/path/%2e%2e/api/who"), pending).body, "admin /path/%2e%2e/api/who");
+  EXPECT_EQ(ask(fd->get(), get("/path/%2e%2e/api/who"), pending).body,
+            "admin /path/%2e%2e/api/who");
   EXPECT_EQ(ask(fd->get(), get("/path/x/../y"), pending).body, "web /path/x/../y");
   EXPECT_EQ(ask(fd->get(), get("/../x"), pending).status, 400);  // above the root
-  fd = test::connect_loopback(gateway.port());  // the 400 closed the connection
+  fd = test::connect_loopback(gateway.port());                   // the 400 closed the connection
   ASSERT_TRUE(fd);
   pending.clear();
   const auto under_api = ask(fd->get(), get("/api/x"), pending);
   EXPECT_EQ(under_api.status, 404);  // api's own 404: the route matched
   // Without a default, what no route matches is the gateway's 404.
-  Gateway strict(options(backend(), {group("api", {api.port()})}, "", {{"a", "*", "/api/", "api"}}));
+  Gateway strict(
+      options(backend(), {group("api", {api.port()})}, "", {{"a", "*", "/api/", "api"}}));
   START_OR_FAIL(strict);
   auto fd2 = test::connect_loopback(strict.port());
   ASSERT_TRUE(fd2);
@@ -249,9 +251,10 @@ TEST_P(HttpGatewayTest, DropsTheUpstreamsHopByHopFields) {
   test::ScriptedServer upstream([](int fd) {
     std::string rest;
     while (!test::read_head(fd, &rest).empty()) {
-      (void)test::send_text(fd,
-                            "HTTP/1.1 200 OK\r\nConnection: X-Up\r\nX-Up: 1\r\nKeep-Alive: "
-                            "timeout=5\r\nUpgrade: h2c\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok");
+      (void)test::send_text(
+          fd,
+          "HTTP/1.1 200 OK\r\nConnection: X-Up\r\nX-Up: 1\r\nKeep-Alive: "
+          "timeout=5\r\nUpgrade: h2c\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok");
     }
   });
   Gateway gateway(options(backend(), {group("up", {upstream.port()})}, "up"));
@@ -437,8 +440,9 @@ TEST_P(HttpGatewayTest, ExpectContinueHeadAndHttp10) {
   auto fd = test::connect_loopback(gateway.port());
   ASSERT_TRUE(fd);
   std::string pending;
-  ASSERT_TRUE(test::send_text(fd->get(), "POST /echo HTTP/1.1\r\nHost: g\r\nContent-Length: 5\r\n"
-                                         "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(test::send_text(fd->get(),
+                              "POST /echo HTTP/1.1\r\nHost: g\r\nContent-Length: 5\r\n"
+                              "Expect: 100-continue\r\n\r\n"));
   auto interim = test::read_response(fd->get(), pending, 5000);
   ASSERT_TRUE(interim);
   EXPECT_EQ(interim->status, 100);

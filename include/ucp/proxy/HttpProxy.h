@@ -60,16 +60,16 @@ struct HttpProxyOptions {
 /// Per upstream group, summed over the workers (collect_stats).
 struct HttpUpstreamStats {
   std::string upstream;
-  uint64_t requests = 0;           // requests sent to one of its servers
-  uint64_t responses[5] = {};      // its servers' answers by class: 1xx (101) .. 5xx
-  uint64_t no_server = 0;          // 503: every server ejected or down
-  uint64_t connect_errors = 0;     // connects that failed (each server tried)
-  uint64_t bad_gateway = 0;        // 502: no server answered, or a malformed or cut answer
-  uint64_t gateway_timeouts = 0;   // 504
-  uint64_t connections_made = 0;   // new upstream connections
-  uint64_t connections_reused = 0; // requests that went on a pooled keep-alive connection
-  uint64_t pool_idle = 0;          // idle pooled connections now
-  uint64_t active = 0;             // requests in flight now
+  uint64_t requests = 0;            // requests sent to one of its servers
+  uint64_t responses[5] = {};       // its servers' answers by class: 1xx (101) .. 5xx
+  uint64_t no_server = 0;           // 503: every server ejected or down
+  uint64_t connect_errors = 0;      // connects that failed (each server tried)
+  uint64_t bad_gateway = 0;         // 502: no server answered, or a malformed or cut answer
+  uint64_t gateway_timeouts = 0;    // 504
+  uint64_t connections_made = 0;    // new upstream connections
+  uint64_t connections_reused = 0;  // requests that went on a pooled keep-alive connection
+  uint64_t pool_idle = 0;           // idle pooled connections now
+  uint64_t active = 0;              // requests in flight now
 };
 
 /// The gateway's own counts, per worker (any thread).
