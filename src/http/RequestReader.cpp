@@ -51,10 +51,10 @@ Result<void> RequestReader::refuse(int status, std::string_view reason) noexcept
   return Unexpected{make_error_code(std::errc::protocol_error)};
 }
 
-Task<Result<void>> RequestReader::receive(Clock::time_point due) {
+Task<Result<void>> RequestReader::receive(Clock::time_point due, StopToken stop) {
   lease_.reset();
   pending_ = {};
-  auto received = co_await with_deadline(connection_.receive_into(lease_), due);
+  auto received = co_await with_stop(with_deadline(connection_.receive_into(lease_), due), stop);
   if (!received) co_return Unexpected{received.error()};
   if (*received == 0) {
     eof_ = true;
@@ -64,7 +64,7 @@ Task<Result<void>> RequestReader::receive(Clock::time_point due) {
   co_return Result<void>{};
 }
 
-Task<RequestReader::Status> RequestReader::next() {
+Task<RequestReader::Status> RequestReader::next(StopToken stop) {
   using Event = detail::RequestParser::Event;
   if (in_request_) {
     if (!body_complete_) co_return Status::kClosed;  // the caller left a body unread
@@ -110,7 +110,9 @@ Task<RequestReader::Status> RequestReader::next() {
             ? head_due
             : after(connection_.loop(),
                     requests_ == 0 ? options_.header_timeout_ms : options_.keepalive_timeout_ms);
-    if (auto received = co_await receive(due); !received) {
+    if (!parser_->in_message() && stop.stop_requested()) co_return Status::kClosed;
+    auto received = co_await receive(due, parser_->in_message() ? StopToken() : stop);
+    if (!received) {
       if (received.error() == std::errc::timed_out && parser_->in_message()) {
         (void)refuse(408, "request head not complete in time");
         co_return Status::kRefused;

@@ -219,7 +219,7 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
                request.target(), status, last.message());
     }
     if (session) co_await session->close();
-    const bool keep = request.keep_alive() && x.reader.body_complete();
+    const bool keep = request.keep_alive() && x.reader.body_complete() && !worker.draining;
     if (!co_await detail::send_status(x.client, status, keep, minor)) co_return false;
     if (!keep) co_await detail::linger(x.client, x.settings.options.linger_timeout_ms);
     co_return keep;
@@ -256,7 +256,7 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
 
   const detail::ClientFraming client_framing = detail::client_framing(answer, minor);
   const bool keep = request.keep_alive() && x.reader.body_complete() &&
-                    client_framing != detail::ClientFraming::kUntilClose;
+                    client_framing != detail::ClientFraming::kUntilClose && !worker.draining;
   {
     std::string out;
     detail::append_client_head(out, {answer, client_framing, keep, minor, false});

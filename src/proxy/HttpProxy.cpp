@@ -66,6 +66,20 @@ Upstreams::WorkerUpdate HttpProxy::reconfigure_with_upstreams(HttpProxyOptions o
   };
 }
 
+void HttpProxy::drain() noexcept {
+  for (auto& worker : workers_) {
+    Worker* w = worker.get();
+    w->loop->post([w] {
+      w->draining = true;
+      for (IdleWait* wait = w->idle; wait != nullptr;) {
+        IdleWait* next = wait->next;
+        wait->stop.request_stop();  // its reader's wait ends (resumed later, not here)
+        wait = next;
+      }
+    });
+  }
+}
+
 // ---- the connection ----
 
 namespace detail {
@@ -105,8 +119,12 @@ Task<> HttpProxy::serve(TcpConnection& client) {
   if (address.family() == AF_UNSPEC) address = InetAddress::peer_of(client.fd()).value_or(address);
   const std::string ip = detail::client_ip(address);
   RequestReader reader(client, options.requests);
+  IdleWait wait;
   for (;;) {
-    const RequestReader::Status status = co_await reader.next();
+    if (worker->draining) break;
+    worker->link(wait);
+    const RequestReader::Status status = co_await reader.next(wait.stop.token());
+    worker->unlink(wait);
     if (status == RequestReader::Status::kClosed) break;
     if (status == RequestReader::Status::kRefused) {
       Worker::bump(worker->refused);
@@ -129,7 +147,7 @@ Task<bool> HttpProxy::handle(Worker& worker, TcpConnection& client, RequestReade
   const int minor = request.version_minor();
   // An answer of the gateway's own keeps the connection only when the request is all read.
   auto answer = [&](int status) -> Task<bool> {
-    const bool keep = request.keep_alive() && reader.body_complete();
+    const bool keep = request.keep_alive() && reader.body_complete() && !worker.draining;
     if (!co_await detail::send_status(client, status, keep, minor)) co_return false;
     if (!keep) co_await detail::linger(client, settings->options.linger_timeout_ms);
     co_return keep;

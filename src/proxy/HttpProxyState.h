@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "ucp/coro/StopToken.h"
 #include "ucp/http/ConnectionPool.h"
 #include "ucp/proxy/HttpProxy.h"
 #include "ucp/proxy/Relay.h"
@@ -52,6 +53,17 @@ struct HttpProxy::Group {
   detail::GroupCounters counters;
 };
 
+/// A client connection waiting for its next request: linked into its worker's list meanwhile,
+/// so that a drain can end the wait. Lives in the connection's frame.
+struct HttpProxy::IdleWait {
+  StopSource stop;
+  Worker* worker = nullptr;
+  IdleWait* prev = nullptr;
+  IdleWait* next = nullptr;
+  bool linked = false;
+  ~IdleWait();
+};
+
 struct HttpProxy::Worker {
   EventLoop* loop = nullptr;
   WorkerUpstreams* upstreams = nullptr;
@@ -63,6 +75,23 @@ struct HttpProxy::Worker {
   std::atomic<uint64_t> refused{0};
   std::atomic<uint64_t> upgrades{0};
   Clock::time_point last_warning{};
+  bool draining = false;  // drain(): answers end their connections
+  IdleWait* idle = nullptr;
+
+  void link(IdleWait& wait) noexcept {
+    wait.worker = this;
+    wait.prev = nullptr;
+    wait.next = idle;
+    if (idle != nullptr) idle->prev = &wait;
+    idle = &wait;
+    wait.linked = true;
+  }
+  void unlink(IdleWait& wait) noexcept {
+    if (!wait.linked) return;
+    (wait.prev != nullptr ? wait.prev->next : idle) = wait.next;
+    if (wait.next != nullptr) wait.next->prev = wait.prev;
+    wait.linked = false;
+  }
 
   static void bump(std::atomic<uint64_t>& counter) noexcept { RelayCounters::add(counter, 1); }
   /// The state of group `name` on this worker, made on first use.
@@ -80,6 +109,10 @@ struct HttpProxy::Worker {
     return true;
   }
 };
+
+inline HttpProxy::IdleWait::~IdleWait() {
+  if (worker != nullptr) worker->unlink(*this);
+}
 
 /// One request on its way: where it came from, where it goes.
 struct HttpProxy::Exchange {

@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "ucp/base/Result.h"
+#include "ucp/coro/StopToken.h"
 #include "ucp/coro/Task.h"
 #include "ucp/http/ClientSession.h"
 #include "ucp/http/Request.h"
@@ -66,8 +67,10 @@ class RequestReader {
   ~RequestReader();
 
   /// Reads up to the end of the next request's head. The previous request's body must have
-  /// been read to its end.
-  Task<Status> next();
+  /// been read to its end. `stop` ends the wait with kClosed while no byte of a request has
+  /// come (a draining server closing its idle keep-alive connections); a head already begun is
+  /// read on.
+  Task<Status> next(StopToken stop = {});
   /// The head of the request next() returned (strings valid until the next next()).
   Request& request() noexcept;
   /// How its body is framed: kNone, kLength (content_length()) or kChunked.
@@ -101,8 +104,8 @@ class RequestReader {
 
  private:
   Result<void> refuse(int status, std::string_view reason) noexcept;
-  /// Waits for more bytes until `due`; an empty pending_ afterwards means EOF.
-  Task<Result<void>> receive(Clock::time_point due);
+  /// Waits for more bytes until `due` (or `stop`); an empty pending_ afterwards means EOF.
+  Task<Result<void>> receive(Clock::time_point due, StopToken stop = {});
 
   TcpConnection& connection_;
   RequestReaderOptions options_;

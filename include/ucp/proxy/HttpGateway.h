@@ -61,6 +61,13 @@ class HttpGateway {
   void run();
   void stop() noexcept { server_.stop(); }
   void stop_now() noexcept { server_.stop_now(); }
+  /// Graceful stop's first step, from any thread: stop accepting, end each client connection
+  /// after its request in progress (idle ones at once). stop() ends what is left.
+  void drain() noexcept {
+    server_.drain();
+    proxy_.drain();
+  }
+  size_t connection_count() const noexcept { return server_.connection_count(); }
   /// Replaces the groups, routes and options (validated first: an invalid set changes nothing
   /// and the error says why). New requests use the new set; those in flight finish as they began.
   Result<void, Error> reconfigure(HttpProxyOptions proxy,

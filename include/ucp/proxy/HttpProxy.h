@@ -101,6 +101,11 @@ class HttpProxy {
   /// drops the pools of groups that are gone. Requests in flight finish as they began.
   Upstreams::WorkerUpdate reconfigure_with_upstreams(HttpProxyOptions options);
 
+  /// Graceful stop, from any thread: every answer from now on ends its connection
+  /// (Connection: close), and client connections waiting for a request are closed at once; a
+  /// request in progress finishes. (The server stops accepting on its own: TcpServer::drain.)
+  void drain() noexcept;
+
   /// Per worker, in the order attach() got them (any thread).
   std::vector<HttpProxyStats> stats() const;
   HttpProxyStats total() const;
@@ -113,6 +118,7 @@ class HttpProxy {
   struct Worker;
   struct Group;
   struct Exchange;
+  struct IdleWait;
   Worker* worker_for(EventLoop& loop) const noexcept;
   /// One request, from its head to its response's end. False: the client connection ends.
   Task<bool> handle(Worker& worker, TcpConnection& client, http::RequestReader& reader,
