@@ -32,8 +32,7 @@ void gateway_families(const GatewaySnapshot& s, Exposition& out) {
     out.family("ucp_gateway_refused_total", MetricType::kCounter,
                "Malformed, ambiguous or oversized requests refused (400, 408, 413, 414, 431...).");
     out.sample("ucp_gateway_refused_total", {}, h.refused);
-    out.family("ucp_gateway_upgrades_total", MetricType::kCounter,
-               "WebSocket upgrades relayed.");
+    out.family("ucp_gateway_upgrades_total", MetricType::kCounter, "WebSocket upgrades relayed.");
     out.sample("ucp_gateway_upgrades_total", {}, h.upgrades);
   }
   if (s.tcp) {
@@ -62,7 +61,8 @@ void upstream_families(const GatewaySnapshot& s, Exposition& out) {
   for (const auto& u : s.http_upstreams) {
     out.sample("ucp_upstream_requests_total", upstream_label(u.upstream), u.requests);
   }
-  if (s.tcp) out.sample("ucp_upstream_requests_total", upstream_label(s.tcp_upstream), s.tcp->relayed);
+  if (s.tcp)
+    out.sample("ucp_upstream_requests_total", upstream_label(s.tcp_upstream), s.tcp->relayed);
 
   out.family("ucp_upstream_responses_total", MetricType::kCounter,
              "The servers' answers by status class (http).");
@@ -117,7 +117,8 @@ void upstream_families(const GatewaySnapshot& s, Exposition& out) {
     for (const auto& u : s.http_upstreams) {
       if (u.upstream == g.name) idle = u.pool_idle;
     }
-    out.sample("ucp_upstream_pool_connections", {{"upstream", g.name}, {"state", "active"}}, active);
+    out.sample("ucp_upstream_pool_connections", {{"upstream", g.name}, {"state", "active"}},
+               active);
     out.sample("ucp_upstream_pool_connections", {{"upstream", g.name}, {"state", "idle"}}, idle);
   }
 

@@ -103,7 +103,10 @@ void declare_gateway_sections(app::ConfigSchema& schema) {
   r.text("path_prefix", "/", "the longest prefix of the (normalized) path wins")
       .check(check_prefix)
       .reloadable();
-  r.text("upstream", "", "the group the route's requests go to").required().non_empty().reloadable();
+  r.text("upstream", "", "the group the route's requests go to")
+      .required()
+      .non_empty()
+      .reloadable();
 
   schema.check([](const app::Config& c, app::ConfigProblems& problems) {
     const std::string upstream = c.get<std::string>("gateway.upstream");

@@ -111,7 +111,8 @@ TEST_F(GatewayConfig, RefusesWhatCannotBeServed) {
   EXPECT_NE(error_of(group + "balance = random\n").find("balance"), std::string::npos);
   EXPECT_NE(error_of("[gateway]\nmode = udp\n").find("gateway.mode"), std::string::npos);
   EXPECT_NE(error_of("[route.r]\nupstream = a\n").find("route.r.upstream"), std::string::npos);
-  EXPECT_NE(error_of(group + "[gateway]\nadmin_prot = 1\n").find("did you mean"), std::string::npos);
+  EXPECT_NE(error_of(group + "[gateway]\nadmin_prot = 1\n").find("did you mean"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -79,9 +79,8 @@ GatewayService::GatewayService(const GatewaySettings& settings, const ServerOpti
       }
       co_return;
     });
-    admin_->router().get("/metrics", [this](http::Request&, http::Response& res) {
-      return scrape(res);
-    });
+    admin_->router().get("/metrics",
+                         [this](http::Request&, http::Response& res) { return scrape(res); });
   }
 }
 

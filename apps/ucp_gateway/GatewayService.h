@@ -64,8 +64,8 @@ class GatewayService final : public app::Service {
   std::thread admin_thread_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> admin_closing_{false};
-  std::atomic<int> scrapes_{0};  // /metrics answers visiting the gateway's loops
-  bool stopping_ = false;        // main loop only
+  std::atomic<int> scrapes_{0};    // /metrics answers visiting the gateway's loops
+  bool stopping_ = false;          // main loop only
   std::mutex tcp_upstream_mutex_;  // the reload hook writes, a scrape reads
   std::string tcp_upstream_;
 };

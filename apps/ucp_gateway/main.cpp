@@ -16,8 +16,8 @@ int main(int argc, char** argv) {
     // A relay and a proxied body move one receive buffer per send: 16 KiB halves the CPU per
     // byte against 4 KiB (docs/gateway.md). The relay's and the reader's own timeouts govern
     // reads, so the generic read timeout is off.
-    app.schema().set_defaults({"server.port=8080", "server.read_timeout_ms=0",
-                               "event_loop.provided_buffer_size=16384"});
+    app.schema().set_defaults(
+        {"server.port=8080", "server.read_timeout_ms=0", "event_loop.provided_buffer_size=16384"});
     if (auto exit_code = app.setup(argc, argv)) return *exit_code;
 
     const ucp::gateway::GatewaySettings settings = ucp::gateway::gateway_settings(app.config());
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
                next.routes.size());
       return {};
     });
-    return app.serve(service, settings.mode == ucp::gateway::Mode::kTcp ? "tcp gateway"
-                                                                          : "http gateway");
+    return app.serve(service,
+                     settings.mode == ucp::gateway::Mode::kTcp ? "tcp gateway" : "http gateway");
   });
 }

@@ -118,7 +118,8 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
     peer = x.group->pick(x.address, std::span(tried.data(), attempts), loop.now());
     if (!peer) break;
     key = peer->name();
-    if (proxy_protocol != ProxyProtocolVersion::kOff) key.append("|").append(x.ip);
+    // A PROXY header names one client connection: such a connection serves that one only.
+    if (proxy_protocol != ProxyProtocolVersion::kOff) key.append("|").append(x.address.to_string());
     session = co_await state.pool.take(key);
     const bool reused = session != nullptr;
     if (reused) {
