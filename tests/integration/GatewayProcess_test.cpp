@@ -5,6 +5,8 @@
 // request, the graceful drain on SIGTERM, /metrics read by promtool, WebSocket through it, and
 // fd exhaustion.
 
+#include "GatewayProcess.h"
+
 #include <chrono>
 #include <csignal>
 #include <string>
@@ -16,7 +18,6 @@
 
 #include "Command.h"
 #include "ExternalProcess.h"
-#include "GatewayProcess.h"
 #include "LoopbackClient.h"
 #include "NodeWs.h"
 #include "ScriptedServer.h"
@@ -26,11 +27,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define SKIP_WITHOUT_GATEWAY()                                            \
-  if (::access(kGatewayBinary.c_str(), X_OK) != 0) {                      \
-    GTEST_SKIP() << kGatewayBinary << " not built";                       \
-  }                                                                       \
-  do {                                                                    \
+#define SKIP_WITHOUT_GATEWAY()                       \
+  if (::access(kGatewayBinary.c_str(), X_OK) != 0) { \
+    GTEST_SKIP() << kGatewayBinary << " not built";  \
+  }                                                  \
+  do {                                               \
   } while (0)
 
 #define START_OR_FAIL(upstream) ASSERT_TRUE((upstream).started()) << (upstream).error()
@@ -58,7 +59,8 @@ std::vector<std::string> get_many(uint16_t port, const std::string& path, int n,
     if (!send_text(fd->get(), "GET " + path + " HTTP/1.1\r\nHost: g\r\n\r\n")) break;
     auto reply = read_response(fd->get(), pending, 10000);
     if (!reply) break;
-    bodies.push_back(reply->status == 200 ? reply->body : "status " + std::to_string(reply->status));
+    bodies.push_back(reply->status == 200 ? reply->body
+                                          : "status " + std::to_string(reply->status));
   }
   return bodies;
 }
@@ -83,13 +85,14 @@ TEST(GatewayProcess, CurlAndWrkGoThroughAndPooledConnectionsAreReused) {
   START_OR_FAIL(b);
   ScratchDir dir;
   const uint16_t admin = free_loopback_port();
-  auto gateway = start_gateway(dir, "[gateway]\nupstream = app\nadmin_port = " +
-                                        std::to_string(admin) + "\n" + group("app", {&a, &b}));
+  auto gateway =
+      start_gateway(dir, "[gateway]\nupstream = app\nadmin_port = " + std::to_string(admin) + "\n" +
+                             group("app", {&a, &b}));
   ASSERT_TRUE(gateway->alive());
   const std::string url = "http://127.0.0.1:" + std::to_string(gateway->port());
   // curl: one keep-alive connection for the four URLs, round robin between the two servers.
-  auto curl = run_command({"curl", "-s", url + "/who", url + "/who", url + "/who", url + "/who"},
-                          20000);
+  auto curl =
+      run_command({"curl", "-s", url + "/who", url + "/who", url + "/who", url + "/who"}, 20000);
   ASSERT_EQ(curl.exit_code, 0) << curl.output;
   EXPECT_EQ(curl.output, "abab");
   // wrk: every request answered 200, over a handful of pooled upstream connections.
@@ -213,8 +216,7 @@ TEST(GatewayProcess, ARefusingServerIsRetriedOnTheNextWithinTheBound) {
   EXPECT_EQ(metric(exposition, "ucp_upstream_errors_total{upstream=\"mixed\",kind=\"connect\"}"),
             5);
   // Two tries for the request with no live server, no more.
-  EXPECT_EQ(metric(exposition, "ucp_upstream_errors_total{upstream=\"dead\",kind=\"connect\"}"),
-            2);
+  EXPECT_EQ(metric(exposition, "ucp_upstream_errors_total{upstream=\"dead\",kind=\"connect\"}"), 2);
   EXPECT_EQ(metric(exposition, "ucp_upstream_errors_total{upstream=\"dead\",kind=\"bad_gateway\"}"),
             1);
 }
@@ -226,13 +228,14 @@ TEST(GatewayProcess, HealthChecksTakeAServerOutAndBringItBack) {
   START_OR_FAIL(b);
   ScratchDir dir;
   const uint16_t admin = free_loopback_port();
-  auto gateway = start_gateway(dir, "[gateway]\nupstream = app\nadmin_port = " +
-                                        std::to_string(admin) + "\n" +
-                                        group("app", {&a, &b},
-                                              "health_check = http:/healthz\n"
-                                              "health_interval_ms = 100\n"));
+  auto gateway =
+      start_gateway(dir, "[gateway]\nupstream = app\nadmin_port = " + std::to_string(admin) + "\n" +
+                             group("app", {&a, &b},
+                                   "health_check = http:/healthz\n"
+                                   "health_interval_ms = 100\n"));
   ASSERT_TRUE(gateway->alive());
-  const std::string b_up = "ucp_upstream_server_up{upstream=\"app\",server=\"" + b.address() + "\"}";
+  const std::string b_up =
+      "ucp_upstream_server_up{upstream=\"app\",server=\"" + b.address() + "\"}";
   auto wait_for = [&](double value) {
     for (int i = 0; i < 200; ++i) {
       if (metric(scrape(admin), b_up) == value) return true;
@@ -265,9 +268,10 @@ TEST(GatewayProcess, SighupUnderLoadFailsNoRequestAndABadFileChangesNothing) {
   ASSERT_TRUE(wrk.start());
   std::this_thread::sleep_for(700ms);
   // b joins, and the balance changes.
-  const std::string base = "[server]\nip = 127.0.0.1\nport = 0\nthread_num = 1\n"
-                           "shutdown_timeout_ms = 5000\n[log]\nconsole = true\nlevel = INFO\n"
-                           "file =\nflush_interval_ms = 20\n[gateway]\nupstream = app\n";
+  const std::string base =
+      "[server]\nip = 127.0.0.1\nport = 0\nthread_num = 1\n"
+      "shutdown_timeout_ms = 5000\n[log]\nconsole = true\nlevel = INFO\n"
+      "file =\nflush_interval_ms = 20\n[gateway]\nupstream = app\n";
   dir.write("gateway.conf", base + group("app", {&a, &b}, "balance = least_conn\n"));
   gateway->send_signal(SIGHUP);
   std::this_thread::sleep_for(700ms);
@@ -280,7 +284,8 @@ TEST(GatewayProcess, SighupUnderLoadFailsNoRequestAndABadFileChangesNothing) {
   EXPECT_EQ(out.find("Non-2xx"), std::string::npos) << out;
   EXPECT_EQ(out.find("Socket errors"), std::string::npos) << out;
   EXPECT_GT(metric(scrape(b.port()), "ucp_http_requests_total{worker=\"0\",class=\"2xx\"}"), 0);
-  EXPECT_EQ(gateway->count_output_lines("reloaded: 1 upstream group(s)"), 1u) << gateway->output_tail();
+  EXPECT_EQ(gateway->count_output_lines("reloaded: 1 upstream group(s)"), 1u)
+      << gateway->output_tail();
   EXPECT_EQ(gateway->count_output_lines("ERROR"), 1u) << gateway->output_tail();
   // Still serving both, with the running configuration.
   const auto after = get_many(gateway->port(), "/who", 4);
@@ -297,10 +302,9 @@ TEST(GatewayProcess, SigtermLetsTheRequestInFlightFinishThenExits) {
   });
   ScratchDir dir;
   const uint16_t admin = free_loopback_port();
-  auto gateway = start_gateway(dir, "[gateway]\nupstream = app\nadmin_port = " +
-                                        std::to_string(admin) +
-                                        "\n[upstream.app]\nservers = 127.0.0.1:" +
-                                        std::to_string(slow.port()) + "\n");
+  auto gateway = start_gateway(
+      dir, "[gateway]\nupstream = app\nadmin_port = " + std::to_string(admin) +
+               "\n[upstream.app]\nservers = 127.0.0.1:" + std::to_string(slow.port()) + "\n");
   ASSERT_TRUE(gateway->alive());
   auto idle = connect_loopback(gateway->port());  // a keep-alive connection with no request
   ASSERT_TRUE(idle);
@@ -377,9 +381,10 @@ TEST(GatewayProcess, FdExhaustionNeitherCrashesNorStopsTheGateway) {
   const int bad_gateway = static_cast<int>(std::count(outcome.begin(), outcome.end(), 502));
   const int closed = static_cast<int>(std::count(outcome.begin(), outcome.end(), -1));
   const int waiting = static_cast<int>(std::count(outcome.begin(), outcome.end(), 0));
-  std::printf("with 64 fds, 100 clients at once: %d answered 200, %d 502 (no fd for the "
-              "upstream), %d closed, %d waiting to be accepted\n",
-              ok, bad_gateway, closed, waiting);
+  std::printf(
+      "with 64 fds, 100 clients at once: %d answered 200, %d 502 (no fd for the "
+      "upstream), %d closed, %d waiting to be accepted\n",
+      ok, bad_gateway, closed, waiting);
   EXPECT_GT(ok + bad_gateway, 0);
   EXPECT_EQ(ok + bad_gateway + closed + waiting, static_cast<int>(clients.size()));
   clients.clear();

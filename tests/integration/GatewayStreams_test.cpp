@@ -26,11 +26,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define SKIP_WITHOUT_GATEWAY()                                            \
-  if (::access(kGatewayBinary.c_str(), X_OK) != 0) {                      \
-    GTEST_SKIP() << kGatewayBinary << " not built";                       \
-  }                                                                       \
-  do {                                                                    \
+#define SKIP_WITHOUT_GATEWAY()                       \
+  if (::access(kGatewayBinary.c_str(), X_OK) != 0) { \
+    GTEST_SKIP() << kGatewayBinary << " not built";  \
+  }                                                  \
+  do {                                               \
   } while (0)
 
 constexpr uint64_t kBig = 100ull << 20;
@@ -41,8 +41,8 @@ const std::vector<std::string> kFewBuffers = {"event_loop.provided_buffers_count
 char pattern(uint64_t i) { return static_cast<char>('a' + i % 26); }
 
 std::string upstream_group(uint16_t port, const std::string& more = "") {
-  return "[gateway]\nupstream = app\n[upstream.app]\nservers = 127.0.0.1:" +
-         std::to_string(port) + "\n" + more;
+  return "[gateway]\nupstream = app\n[upstream.app]\nservers = 127.0.0.1:" + std::to_string(port) +
+         "\n" + more;
 }
 
 /// Reads a chunked body from `fd` (after its head; `rest` holds what came with the head),
@@ -113,10 +113,10 @@ TEST(GatewayStreams, HundredMiBBodiesStreamBothWaysInBoundedMemory) {
   const std::string url = "http://127.0.0.1:" + std::to_string(gateway->port()) + "/upload";
   // curl streams the file chunked and the answer to a file of its own.
   const std::string downloaded = dir.path() + "/download.bin";
-  auto curl = run_command({"curl", "-sS", "-H", "Transfer-Encoding: chunked", "--data-binary",
-                           "@" + file, "-o", downloaded, "-w", "%{http_code} %{size_download}",
-                           url},
-                          120000);
+  auto curl =
+      run_command({"curl", "-sS", "-H", "Transfer-Encoding: chunked", "--data-binary", "@" + file,
+                   "-o", downloaded, "-w", "%{http_code} %{size_download}", url},
+                  120000);
   ASSERT_EQ(curl.exit_code, 0) << curl.output;
   EXPECT_EQ(curl.output, "200 " + std::to_string(kBig));
   EXPECT_TRUE(chunked.load());  // passed on chunked, as it came
@@ -125,10 +125,11 @@ TEST(GatewayStreams, HundredMiBBodiesStreamBothWaysInBoundedMemory) {
   auto cmp = run_command({"cmp", file, downloaded}, 60000);  // the same pattern came back
   EXPECT_EQ(cmp.exit_code, 0) << cmp.output;
   const int64_t peak = gateway->peak_rss_kb();
-  std::printf("100 MiB up (chunked) and 100 MiB down through the gateway: RSS %lld KiB before, "
-              "peak %lld KiB (+%lld KiB)\n",
-              static_cast<long long>(before), static_cast<long long>(peak),
-              static_cast<long long>(peak - before));
+  std::printf(
+      "100 MiB up (chunked) and 100 MiB down through the gateway: RSS %lld KiB before, "
+      "peak %lld KiB (+%lld KiB)\n",
+      static_cast<long long>(before), static_cast<long long>(peak),
+      static_cast<long long>(peak - before));
   EXPECT_LT(peak - before, 32 * 1024);  // a fraction of one body, whatever its size
 }
 
@@ -139,7 +140,8 @@ TEST(GatewayStreams, PeersThatStopReadingOnEitherSideBoundTheGatewaysMemory) {
   ScriptedServer upstream([&](int fd) {
     const std::string head = read_head(fd);
     if (head.rfind("GET", 0) == 0) {
-      (void)send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kBig) + "\r\n\r\n");
+      (void)send_text(fd,
+                      "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kBig) + "\r\n\r\n");
       const std::string piece(1 << 20, 'd');
       for (uint64_t sent = 0; sent < kBig && !release; sent += piece.size()) {
         if (!send_text(fd, piece, 500)) continue;  // the gateway stops taking: retry until released
@@ -169,11 +171,12 @@ TEST(GatewayStreams, PeersThatStopReadingOnEitherSideBoundTheGatewaysMemory) {
   }
   std::this_thread::sleep_for(1500ms);  // the downstream push runs into its bounds meanwhile
   const int64_t stalled = gateway->rss_kb();
-  std::printf("a client not reading a 100 MiB answer and a server not reading a 100 MiB body "
-              "(the client got %llu MiB into the kernel before the window closed): gateway RSS "
-              "%lld -> %lld KiB\n",
-              static_cast<unsigned long long>(pushed >> 20), static_cast<long long>(before),
-              static_cast<long long>(stalled));
+  std::printf(
+      "a client not reading a 100 MiB answer and a server not reading a 100 MiB body "
+      "(the client got %llu MiB into the kernel before the window closed): gateway RSS "
+      "%lld -> %lld KiB\n",
+      static_cast<unsigned long long>(pushed >> 20), static_cast<long long>(before),
+      static_cast<long long>(stalled));
   EXPECT_LT(pushed, kBig);  // the upload stalled instead of being taken in
   EXPECT_LT(stalled - before, 24 * 1024);
   release = true;
@@ -220,8 +223,8 @@ TEST(GatewayStreams, ProxyProtocolHeadersAreExactInHttpMode) {
       (void)send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
     });
     ScratchDir dir;
-    auto gateway = start_gateway(
-        dir, upstream_group(upstream.port(), "proxy_protocol = " + version + "\n"));
+    auto gateway =
+        start_gateway(dir, upstream_group(upstream.port(), "proxy_protocol = " + version + "\n"));
     ASSERT_TRUE(gateway->alive());
     auto client = connect_loopback(gateway->port());
     ASSERT_TRUE(client);
@@ -268,9 +271,10 @@ TEST(GatewayStreams, HalfCloseGoesThroughBothWaysInTcpMode) {
     after_fin.set_value(got);  // at the client's FIN
   });
   ScratchDir dir;
-  auto gateway = start_gateway(dir, "[gateway]\nmode = tcp\nupstream = app\n[upstream.app]\n"
-                                    "servers = 127.0.0.1:" +
-                                        std::to_string(upstream.port()) + "\n");
+  auto gateway = start_gateway(dir,
+                               "[gateway]\nmode = tcp\nupstream = app\n[upstream.app]\n"
+                               "servers = 127.0.0.1:" +
+                                   std::to_string(upstream.port()) + "\n");
   ASSERT_TRUE(gateway->alive());
   auto client = connect_loopback(gateway->port());
   ASSERT_TRUE(client);

@@ -94,11 +94,12 @@ inline std::unique_ptr<ServerProcess> start_gateway(const ScratchDir& dir,
                                                     const std::string& sections,
                                                     std::vector<std::string> overrides = {},
                                                     rlim_t nofile = 0) {
-  const std::string config = dir.write(
-      "gateway.conf", "[server]\nip = 127.0.0.1\nport = 0\nthread_num = 1\n"
-                      "shutdown_timeout_ms = 5000\n[log]\nconsole = true\nlevel = INFO\nfile =\n"
-                      "flush_interval_ms = 20\n" +
-                          sections);
+  const std::string config =
+      dir.write("gateway.conf",
+                "[server]\nip = 127.0.0.1\nport = 0\nthread_num = 1\n"
+                "shutdown_timeout_ms = 5000\n[log]\nconsole = true\nlevel = INFO\nfile =\n"
+                "flush_interval_ms = 20\n" +
+                    sections);
   ServerProcess::Options options;
   options.binary = kGatewayBinary;
   options.config_path = config;
@@ -136,9 +137,8 @@ inline Result<UniqueFd> connect_from(const std::string& source_ip, uint16_t port
 /// "error: ..." when no answer came.
 inline std::string http_get(uint16_t port, const std::string& path,
                             const std::string& host = "gw.test") {
-  auto reply = http_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: " + host +
-                                       "\r\nConnection: close\r\n\r\n",
-                             10000);
+  auto reply = http_exchange(
+      port, "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n", 10000);
   if (!reply) return "error: " + reply.error().message();
   if (reply->status != 200) return "status " + std::to_string(reply->status);
   return reply->body;
@@ -146,8 +146,8 @@ inline std::string http_get(uint16_t port, const std::string& path,
 
 /// The exposition /metrics answers on `port`.
 inline std::string scrape(uint16_t port) {
-  auto reply = http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
-                             10000);
+  auto reply =
+      http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 10000);
   return reply && reply->status == 200 ? reply->body : std::string();
 }
 
