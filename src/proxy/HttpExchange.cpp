@@ -99,8 +99,8 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
   const BodyFraming framing = x.reader.body_framing();
   const uint64_t length = x.reader.content_length();
   const bool head_request = request.method() == http::Method::kHead;
-  std::string head;
-  head.reserve(512);
+  std::string& head = x.scratch.upstream_head;
+  head.clear();
   detail::append_upstream_head(head, {request, x.ip, "http", framing, length, websocket});
 
   // ---- a server, and the request to it ----
@@ -110,14 +110,14 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
   std::error_code last = make_error_code(ProxyErrc::kNoServer);
   std::unique_ptr<ClientSession> session;
   PeerLease peer;
-  std::string key;
+  std::string key;  // the pool's: the server's name (and the client's, with a PROXY header)
   const ResponseHead* response = nullptr;
   bool body_started = false;  // bytes of the body have left the client: no second try
   for (;;) {
     if (attempts >= tries) break;
     peer = x.group->pick(x.address, std::span(tried.data(), attempts), loop.now());
     if (!peer) break;
-    key = peer->name();
+    key.assign(peer->name());
     // A PROXY header names one client connection: such a connection serves that one only.
     if (proxy_protocol != ProxyProtocolVersion::kOff) key.append("|").append(x.address.to_string());
     session = co_await state.pool.take(key);
@@ -238,7 +238,8 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
       }
       co_return false;
     }
-    std::string out;
+    std::string& out = x.scratch.client_head;
+    out.clear();
     detail::append_client_head(out, {answer, detail::ClientFraming::kNone, true, minor, true});
     BufferLease from_upstream = session->take_received();
     BufferLease from_client = x.reader.take_unread();
@@ -259,7 +260,8 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
   const bool keep = request.keep_alive() && x.reader.body_complete() &&
                     client_framing != detail::ClientFraming::kUntilClose && !worker.draining;
   {
-    std::string out;
+    std::string& out = x.scratch.client_head;
+    out.clear();
     detail::append_client_head(out, {answer, client_framing, keep, minor, false});
     const bool sent = client_framing == detail::ClientFraming::kNone
                           ? static_cast<bool>(co_await write_text(x.client, out))

@@ -83,50 +83,58 @@ bool is_websocket_upgrade(const http::Request& request) noexcept {
 void append_upstream_head(std::string& out, const UpstreamHead& head) {
   const http::Request& request = head.request;
   std::string_view target = request.target();
-  std::string origin_form;
+  out.append(request.method_name()).append(" ");
   if (!target.empty() && target.front() != '/' && target != "*") {  // absolute-form
-    origin_form.assign(request.path());
-    if (!request.query().empty()) origin_form.append("?").append(request.query());
-    target = origin_form;
+    out.append(request.path());
+    if (!request.query().empty()) out.append("?").append(request.query());
+  } else {
+    out.append(target);
   }
-  out.append(request.method_name()).append(" ").append(target).append(" HTTP/1.1\r\n");
+  out.append(" HTTP/1.1\r\n");
   append_field(out, "Host", request.host());
   const HopByHop hop(request.headers());
-  std::string forwarded_for;
-  std::string forwarded;
+  bool forwarded_for = false;
+  bool forwarded = false;
   for (const http::Header& field : request.headers()) {
     const std::string_view name = field.name;
     if (iequals(name, "host") || hop.contains(name) || iequals(name, "content-length") ||
         iequals(name, "expect") || iequals(name, "x-forwarded-proto")) {
       continue;
     }
+    // Joined below, with the client added.
     if (iequals(name, "x-forwarded-for")) {
-      if (!forwarded_for.empty()) forwarded_for.append(", ");
-      forwarded_for.append(field.value);
+      forwarded_for = true;
       continue;
     }
     if (iequals(name, "forwarded")) {
-      if (!forwarded.empty()) forwarded.append(", ");
-      forwarded.append(field.value);
+      forwarded = true;
       continue;
     }
     append_field(out, name, field.value);
   }
-  if (!forwarded_for.empty()) forwarded_for.append(", ");
-  forwarded_for.append(head.client_ip);
-  append_field(out, "X-Forwarded-For", forwarded_for);
+  // What came in (every field of the name, in order), then this hop's.
+  auto join = [&](std::string_view name, bool present) {
+    out.append(name).append(": ");
+    if (!present) return;
+    for (const http::Header& field : request.headers()) {
+      if (iequals(field.name, name) && !hop.contains(field.name)) {
+        out.append(field.value).append(", ");
+      }
+    }
+  };
+  join("X-Forwarded-For", forwarded_for);
+  out.append(head.client_ip).append("\r\n");
   append_field(out, "X-Forwarded-Proto", head.proto);
-  if (!forwarded.empty()) forwarded.append(", ");
-  const bool ipv6 = head.client_ip.find(':') != std::string_view::npos;
-  forwarded.append("for=");
-  if (ipv6) {
-    forwarded.append("\"[").append(head.client_ip).append("]\"");
+  join("Forwarded", forwarded);
+  out.append("for=");
+  if (head.client_ip.find(':') != std::string_view::npos) {
+    out.append("\"[").append(head.client_ip).append("]\"");
   } else {
-    forwarded.append(head.client_ip);
+    out.append(head.client_ip);
   }
-  forwarded.append(";proto=").append(head.proto);
-  if (!request.host().empty()) forwarded.append(";host=\"").append(request.host()).append("\"");
-  append_field(out, "Forwarded", forwarded);
+  out.append(";proto=").append(head.proto);
+  if (!request.host().empty()) out.append(";host=\"").append(request.host()).append("\"");
+  out.append("\r\n");
   if (head.framing == http::BodyFraming::kLength) {
     append_field(out, "Content-Length", std::to_string(head.content_length));
   } else if (head.framing == http::BodyFraming::kChunked) {

@@ -120,6 +120,7 @@ Task<> HttpProxy::serve(TcpConnection& client) {
   const std::string ip = detail::client_ip(address);
   RequestReader reader(client, options.requests);
   IdleWait wait;
+  Scratch scratch;
   for (;;) {
     if (worker->draining) break;
     worker->link(wait);
@@ -135,12 +136,12 @@ Task<> HttpProxy::serve(TcpConnection& client) {
       break;
     }
     Worker::bump(worker->requests);
-    if (!co_await handle(*worker, client, reader, address, ip)) break;
+    if (!co_await handle(*worker, client, reader, address, ip, scratch)) break;
   }
 }
 
 Task<bool> HttpProxy::handle(Worker& worker, TcpConnection& client, RequestReader& reader,
-                             const InetAddress& address, const std::string& ip) {
+                             const InetAddress& address, const std::string& ip, Scratch& scratch) {
   // The settings of the moment: a reconfiguration applies from the next request on.
   const std::shared_ptr<const Settings> settings = worker.settings;
   http::Request& request = reader.request();
@@ -174,7 +175,8 @@ Task<bool> HttpProxy::handle(Worker& worker, TcpConnection& client, RequestReade
     co_return co_await answer(503);
   }
   Exchange exchange{
-      client, reader, address, ip, *settings, std::move(group), worker.group_state(*upstream)};
+      client, reader, address, ip, *settings, std::move(group), worker.group_state(*upstream),
+      scratch};
   co_return co_await forward(worker, exchange);
 }
 

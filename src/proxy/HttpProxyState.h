@@ -114,6 +114,13 @@ inline HttpProxy::IdleWait::~IdleWait() {
   if (worker != nullptr) worker->unlink(*this);
 }
 
+/// What a client connection keeps from one request to the next: the heads are written into
+/// these, whose capacity stays (no allocation per request once they have grown).
+struct HttpProxy::Scratch {
+  std::string upstream_head;
+  std::string client_head;
+};
+
 /// One request on its way: where it came from, where it goes.
 struct HttpProxy::Exchange {
   TcpConnection& client;
@@ -123,6 +130,7 @@ struct HttpProxy::Exchange {
   const Settings& settings;
   GroupRef group;
   std::shared_ptr<Group> state;
+  Scratch& scratch;
 };
 
 }  // namespace ucp::proxy

@@ -119,10 +119,11 @@ class HttpProxy {
   struct Group;
   struct Exchange;
   struct IdleWait;
+  struct Scratch;
   Worker* worker_for(EventLoop& loop) const noexcept;
   /// One request, from its head to its response's end. False: the client connection ends.
   Task<bool> handle(Worker& worker, TcpConnection& client, http::RequestReader& reader,
-                    const InetAddress& address, const std::string& ip);
+                    const InetAddress& address, const std::string& ip, Scratch& scratch);
   /// The request to a server of its group and the answer back (HttpExchange.cpp).
   Task<bool> forward(Worker& worker, Exchange& exchange);
 
