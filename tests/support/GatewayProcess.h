@@ -12,6 +12,7 @@
 // Header-only; no UCP library.
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -105,6 +106,10 @@ inline std::unique_ptr<ServerProcess> start_gateway(const ScratchDir& dir,
   options.binary = kGatewayBinary;
   options.config_path = config;
   options.overrides = std::move(overrides);
+  // The suites run once per backend (ctest's NAME_epoll sets UCP_TEST_BACKEND=epoll).
+  if (const char* backend = std::getenv("UCP_TEST_BACKEND")) {
+    options.overrides.push_back(std::string("event_loop.backend=") + backend);
+  }
   options.nofile_limit = nofile;
   auto gateway = std::make_unique<ServerProcess>(options);
   if (gateway->binary_exists()) {
