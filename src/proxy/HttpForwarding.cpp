@@ -37,20 +37,37 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
 
 }  // namespace
 
+HopByHop::HopByHop(std::span<const http::Header> fields) noexcept : fields_(fields) {
+  for (const http::Header& field : fields_) {
+    if (!iequals(field.name, "connection")) continue;
+    if (connection_count_ == kMaxConnectionFields) {
+      more_ = true;
+      break;
+    }
+    connection_[connection_count_++] = field.value;
+  }
+}
+
 bool HopByHop::contains(std::string_view name) const noexcept {
   if (iequals(name, "host")) return false;
   for (const std::string_view hop : kHopByHop) {
     if (iequals(name, hop)) return true;
   }
-  return connection_lists(name);
+  return connection_count_ != 0 && connection_lists(name);
 }
 
 bool HopByHop::connection_lists(std::string_view token) const noexcept {
-  for (const http::Header& field : fields_) {
-    if (!iequals(field.name, "connection")) continue;
-    if (any_token(field.value, [token](std::string_view t) { return iequals(t, token); })) {
-      return true;
+  auto listed = [token](std::string_view list) {
+    return any_token(list, [token](std::string_view t) { return iequals(t, token); });
+  };
+  if (more_) {
+    for (const http::Header& field : fields_) {
+      if (iequals(field.name, "connection") && listed(field.value)) return true;
     }
+    return false;
+  }
+  for (size_t i = 0; i < connection_count_; ++i) {
+    if (listed(connection_[i])) return true;
   }
   return false;
 }

@@ -5,6 +5,7 @@
 // gateway's own on each side; the client is named to the upstream in X-Forwarded-For,
 // X-Forwarded-Proto and Forwarded (RFC 7239). Private to src/proxy.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -16,10 +17,11 @@
 
 namespace ucp::proxy::detail {
 
-/// The connection-specific fields of one message.
+/// The connection-specific fields of one message. Made once per message: it finds the
+/// Connection fields up front, so that asking about each field costs a look at those only.
 class HopByHop {
  public:
-  explicit HopByHop(std::span<const http::Header> fields) noexcept : fields_(fields) {}
+  explicit HopByHop(std::span<const http::Header> fields) noexcept;
   /// A field that must not be passed on (hop-by-hop or named by a Connection field). Host is
   /// never one, whatever Connection names.
   bool contains(std::string_view name) const noexcept;
@@ -27,7 +29,11 @@ class HopByHop {
   bool connection_lists(std::string_view token) const noexcept;
 
  private:
+  static constexpr size_t kMaxConnectionFields = 8;
   std::span<const http::Header> fields_;
+  std::array<std::string_view, kMaxConnectionFields> connection_{};
+  size_t connection_count_ = 0;
+  bool more_ = false;  // more Connection fields than that: look through fields_ instead
 };
 
 /// The client's IP address as X-Forwarded-For writes it ("10.0.0.7", "2001:db8::1"; an
