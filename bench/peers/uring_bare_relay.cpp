@@ -1,7 +1,7 @@
 // uring_bare_relay: the ceiling of the gateway benchmark: a bare, hand-written, single-thread
 // liburing TCP relay to one upstream.
 //
-//   uring_bare_relay -p PORT -u UPSTREAM_PORT [-b BUFFER_SIZE] [-n BUFFER_COUNT]
+//   uring_bare_relay -p PORT -u UPSTREAM_PORT [-b BUFFER_SIZE] [-n BUFFER_COUNT] [-s PIPE_SIZE]
 //
 // What an L4 proxy on io_uring can at best do on one core, so that the report shows the UCP
 // gateway's cost against it. No balancing, no timers, no health, no half-close (either side's
@@ -15,6 +15,10 @@
 //     its send is done;
 //   - one io_uring_submit_and_wait per loop iteration for every socket's SQEs, all ready CQEs
 //     reaped in one walk, the CQ head and the buffer ring tail each advanced once.
+// With -s PIPE_SIZE it relays by splice instead (the measurement behind docs/gateway.md,
+// "Splice"): per socket a pipe of PIPE_SIZE bytes, IORING_OP_SPLICE from the socket into it and
+// from it to the other socket, one of each in flight per direction; the bytes never reach user
+// memory (the kernel moves page references), and io_uring runs each splice in an io-wq worker.
 // SIGINT/SIGTERM stop it.
 
 #include <algorithm>
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -47,7 +52,14 @@ void on_signal(int) { g_stop = 1; }
 
 // user_data: operation in the high 32 bits, fd in the low 32. An fd is closed only when no
 // operation on it is in flight, so a recycled fd never receives a stale CQE.
-enum class Op : uint64_t { kAccept = 1, kRecv = 2, kSend = 3, kConnect = 4 };
+enum class Op : uint64_t {
+  kAccept = 1,
+  kRecv = 2,
+  kSend = 3,
+  kConnect = 4,
+  kSpliceIn = 5,
+  kSpliceOut = 6
+};
 uint64_t user_data(Op op, int fd) noexcept {
   return (static_cast<uint64_t>(op) << 32) | static_cast<uint32_t>(fd);
 }
@@ -69,12 +81,18 @@ struct Socket {
   int partner = -1;
   std::vector<PendingSend> queue;  // [head, end): the front is the one in flight
   size_t head = 0;
+  // Splice mode: this socket's bytes go through its own pipe to the partner.
+  int pipe_read = -1;
+  int pipe_write = -1;
+  uint32_t in_pipe = 0;  // bytes spliced in and not yet out
+  bool splice_in_flight = false;
+  bool splice_out_flight = false;
 };
 
 class RelayLoop {
  public:
-  RelayLoop(unsigned buffer_count, unsigned buffer_size, uint16_t upstream_port)
-      : buffer_count_(buffer_count), buffer_size_(buffer_size) {
+  RelayLoop(unsigned buffer_count, unsigned buffer_size, uint16_t upstream_port, unsigned pipe_size)
+      : buffer_count_(buffer_count), buffer_size_(buffer_size), pipe_size_(pipe_size) {
     upstream_.sin_family = AF_INET;
     upstream_.sin_port = htons(upstream_port);
     upstream_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -272,7 +290,69 @@ class RelayLoop {
       case Op::kSend:
         on_sent(fd, cqe.res);
         break;
+      case Op::kSpliceIn:
+        on_spliced_in(fd, cqe.res);
+        break;
+      case Op::kSpliceOut:
+        on_spliced_out(fd, cqe.res);
+        break;
     }
+  }
+
+  // ---- splice mode ----
+
+  bool open_pipe(Socket& s) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(pipe_size_));
+    s.pipe_read = fds[0];
+    s.pipe_write = fds[1];
+    return true;
+  }
+
+  void splice_in(int fd) {
+    Socket& s = at(fd);
+    if (s.closing) return;
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_splice(sqe, fd, -1, s.pipe_write, -1, pipe_size_, SPLICE_F_MOVE);
+    io_uring_sqe_set_data64(sqe, user_data(Op::kSpliceIn, fd));
+    s.splice_in_flight = true;
+  }
+
+  void splice_out(int fd) {
+    Socket& s = at(fd);
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_splice(sqe, s.pipe_read, -1, s.partner, -1, s.in_pipe, SPLICE_F_MOVE);
+    io_uring_sqe_set_data64(sqe, user_data(Op::kSpliceOut, fd));
+    s.splice_out_flight = true;
+  }
+
+  void on_spliced_in(int fd, int res) {
+    Socket& s = at(fd);
+    s.splice_in_flight = false;
+    if (res > 0 && !s.closing) {
+      s.in_pipe = static_cast<uint32_t>(res);
+      splice_out(fd);
+    } else if (!s.closing) {
+      close_pair(fd);
+    }
+    maybe_finish_close(fd);
+  }
+
+  void on_spliced_out(int fd, int res) {
+    Socket& s = at(fd);
+    s.splice_out_flight = false;
+    if (res > 0 && !s.closing) {
+      s.in_pipe -= static_cast<uint32_t>(res);
+      if (s.in_pipe > 0) {
+        splice_out(fd);
+      } else {
+        splice_in(fd);
+      }
+    } else if (!s.closing) {
+      close_pair(fd);
+    }
+    maybe_finish_close(fd);
   }
 
   void open_socket(int fd, int partner) {
@@ -304,6 +384,18 @@ class RelayLoop {
     s.connecting = false;
     if (res < 0) {
       close_pair(upstream);
+      return;
+    }
+    if (pipe_size_ != 0) {
+      // A splice from a non-blocking socket fails with EAGAIN instead of waiting (io_uring does
+      // not poll for it): the io-wq worker blocks in it instead.
+      fcntl(upstream, F_SETFL, fcntl(upstream, F_GETFL) & ~O_NONBLOCK);
+      if (!open_pipe(s) || !open_pipe(at(s.partner))) {
+        close_pair(upstream);
+        return;
+      }
+      splice_in(upstream);
+      splice_in(s.partner);
       return;
     }
     arm_recv(upstream);
@@ -369,20 +461,25 @@ class RelayLoop {
       recycle(s.queue[i].buffer_id);
     }
     s.queue.resize(s.head + (s.send_in_flight ? 1 : 0));
-    if (s.recv_armed) shutdown(fd, SHUT_RDWR);  // makes the multishot recv post its last CQE
+    // Makes the multishot recv post its last CQE, and a splice blocked on the socket return.
+    if (s.recv_armed || s.splice_in_flight || s.splice_out_flight) shutdown(fd, SHUT_RDWR);
     maybe_finish_close(fd);
   }
 
   void maybe_finish_close(int fd) {
     Socket& s = at(fd);
     if (!s.closing || s.recv_armed || s.send_in_flight || s.connecting) return;
+    if (s.splice_in_flight || s.splice_out_flight) return;
     if (s.head < s.queue.size()) recycle(s.queue[s.head].buffer_id);  // a failed send's buffer
+    if (s.pipe_read >= 0) ::close(s.pipe_read);
+    if (s.pipe_write >= 0) ::close(s.pipe_write);
     s = Socket{};
     ::close(fd);
   }
 
   const unsigned buffer_count_;
   const unsigned buffer_size_;
+  const unsigned pipe_size_;  // 0: relay through the buffer ring
   sockaddr_in upstream_{};
   io_uring ring_{};
   bool ring_ready_ = false;
@@ -398,7 +495,7 @@ class RelayLoop {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: uring_bare_relay -p PORT -u UPSTREAM_PORT [-b BUFFER_SIZE (4096)] "
-               "[-n BUFFER_COUNT (8192, a power of two <= 32768)]\n");
+               "[-n BUFFER_COUNT (8192, a power of two <= 32768)] [-s PIPE_SIZE (splice)]\n");
   std::exit(2);
 }
 
@@ -409,6 +506,7 @@ int main(int argc, char** argv) {
   long upstream = 0;
   long buffer_size = 4096;
   long buffer_count = 8192;
+  long pipe_size = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     const long value = std::strtol(argv[i + 1], nullptr, 10);
@@ -420,13 +518,16 @@ int main(int argc, char** argv) {
       buffer_size = value;
     } else if (flag == "-n") {
       buffer_count = value;
+    } else if (flag == "-s") {
+      pipe_size = value;
     } else {
       usage();
     }
   }
   const bool power_of_two = buffer_count > 0 && (buffer_count & (buffer_count - 1)) == 0;
   if (argc % 2 == 0 || port <= 0 || port > 65535 || upstream <= 0 || upstream > 65535 ||
-      buffer_size < 64 || buffer_size > (1 << 20) || !power_of_two || buffer_count > 32768) {
+      buffer_size < 64 || buffer_size > (1 << 20) || !power_of_two || buffer_count > 32768 ||
+      pipe_size < 0 || pipe_size > (1 << 20)) {
     usage();
   }
   rlimit limit{};
@@ -441,9 +542,16 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &action, nullptr);
 
   RelayLoop loop(static_cast<unsigned>(buffer_count), static_cast<unsigned>(buffer_size),
-                 static_cast<uint16_t>(upstream));
+                 static_cast<uint16_t>(upstream), static_cast<unsigned>(pipe_size));
   if (!loop.init(static_cast<uint16_t>(port))) return 1;
-  std::fprintf(stderr, "uring_bare_relay: port %ld -> 127.0.0.1:%ld, %s, %ld buffers of %ld B\n",
-               port, upstream, loop.mode(), buffer_count, buffer_size);
+  if (pipe_size != 0) {
+    std::fprintf(stderr,
+                 "uring_bare_relay: port %ld -> 127.0.0.1:%ld, %s, splice through pipes "
+                 "of %ld B\n",
+                 port, upstream, loop.mode(), pipe_size);
+  } else {
+    std::fprintf(stderr, "uring_bare_relay: port %ld -> 127.0.0.1:%ld, %s, %ld buffers of %ld B\n",
+                 port, upstream, loop.mode(), buffer_count, buffer_size);
+  }
   return loop.run();
 }

@@ -137,12 +137,16 @@ int RequestParser::fail(int status, const char* reason) noexcept {
 
 RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
   if (error_status_ != 0) return Event::kError;
-  while (!input.empty()) {
+  // Streaming pauses llhttp before the step that follows a head or a body piece (the end of a
+  // request without a body, say): after one it runs once more even without new input.
+  while (!input.empty() || kick_) {
+    kick_ = false;
     ++serial_;
     input_begin_ = input.data();
     input_end_ = input.data() + input.size();
     if (fold_scan_ != FoldScan::kOff && !scan_for_fold(input_begin_)) return Event::kError;
-    if (open_ == Token::kUrl && url_at_end_ && (input.front() == '\r' || input.front() == '\n')) {
+    if (open_ == Token::kUrl && url_at_end_ && !input.empty() &&
+        (input.front() == '\r' || input.front() == '\n')) {
       fail(400, "request line without HTTP/1.x version");  // HTTP/0.9: below, across inputs
       return Event::kError;
     }
@@ -150,7 +154,9 @@ RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
       if (!read_chunk_line(input)) return Event::kError;
       continue;
     }
-    const llhttp_errno_t error = llhttp_execute(&parser_, input.data(), input.size());
+    static constexpr char kNothing[1] = {};
+    const char* data = input.empty() ? kNothing : input.data();
+    const llhttp_errno_t error = llhttp_execute(&parser_, data, input.size());
     if (error == HPE_OK) {
       // The target's last piece ended at a CR or LF: an HTTP/0.9 request line, which llhttp
       // would answer only after a header block that never comes.
@@ -163,6 +169,22 @@ RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
       return Event::kNeedMore;
     }
     const char* position = llhttp_get_error_pos(&parser_);
+    if (error == HPE_PAUSED && (head_ready_ || body_ready_)) {  // streaming
+      llhttp_resume(&parser_);
+      if (!input.empty()) input.remove_prefix(static_cast<size_t>(position - input.data()));
+      kick_ = true;
+      if (head_ready_) {
+        head_ready_ = false;
+        if (chunk_line_next_) {  // the first chunk-size line comes next, from the input
+          chunk_line_next_ = false;
+          chunk_line_.start();
+          kick_ = false;
+        }
+        return Event::kHead;
+      }
+      body_ready_ = false;
+      return Event::kBody;
+    }
     if (error == HPE_PAUSED && chunk_line_next_) {  // a chunk-size line is next: ours to read
       chunk_line_next_ = false;
       llhttp_resume(&parser_);
@@ -172,7 +194,7 @@ RequestParser::Event RequestParser::feed(std::string_view& input) noexcept {
     }
     if (error == HPE_PAUSED) {  // on_message_complete: one whole request
       llhttp_resume(&parser_);
-      input.remove_prefix(static_cast<size_t>(position - input.data()));
+      if (!input.empty()) input.remove_prefix(static_cast<size_t>(position - input.data()));
       return Event::kRequest;
     }
     if (error == HPE_PAUSED_UPGRADE) {
@@ -306,6 +328,7 @@ bool RequestParser::reserve_tail(size_t more) noexcept {
   }
   tail_ = std::move(grown);
   tail_capacity_ = capacity;
+  if (streaming_ && head_complete_) finish_target();  // its views moved with the tokens
   return true;
 }
 
@@ -354,6 +377,7 @@ bool RequestParser::detach_input() noexcept {
       move_in(fields[i].value);
     }
     tail_mode_ = true;
+    if (streaming_ && head_complete_) finish_target();  // its views moved with the tokens
   }
   if (!body_copied_ && !body_in_place_.empty()) {
     body_copy_.assign(body_in_place_);
@@ -383,6 +407,8 @@ int RequestParser::on_message_begin(llhttp_t* parser) noexcept {
   p.head_complete_ = false;
   p.wants_continue_ = false;
   p.body_in_place_ = {};
+  p.body_piece_ = {};
+  p.head_ready_ = p.body_ready_ = false;
   return 0;
 }
 
@@ -518,11 +544,13 @@ int RequestParser::on_headers_complete(llhttp_t* parser) noexcept {
   RequestParser& p = self(parser);
   if (const int refused = p.check_head(); refused != 0) return refused;
   p.head_complete_ = true;
-  if ((parser->flags & F_CHUNKED) != 0) {
-    p.chunk_line_next_ = true;  // feed() reads the first chunk-size line
+  if ((parser->flags & F_CHUNKED) != 0) p.chunk_line_next_ = true;  // feed() reads the size line
+  if (p.streaming_) {
+    p.finish_target();
+    p.head_ready_ = true;  // feed() reports the head before any of the body
     return HPE_PAUSED;
   }
-  return 0;
+  return p.chunk_line_next_ ? HPE_PAUSED : 0;
 }
 
 int RequestParser::check_head() noexcept {
@@ -591,6 +619,12 @@ int RequestParser::on_body(llhttp_t* parser, const char* at, size_t length) noex
   p.body_bytes_ += length;
   if (p.body_bytes_ > p.limits_.max_body_bytes) return p.fail(413, "body above max_body_bytes");
   const std::string_view piece(at, length);
+  if (p.streaming_) {
+    if (length == 0) return 0;
+    p.body_piece_ = piece;
+    p.body_ready_ = true;  // feed() hands it over before going on
+    return HPE_PAUSED;
+  }
   if (p.body_copied_) {
     p.body_copy_.append(piece);
   } else if (p.body_in_place_.empty()) {
@@ -634,9 +668,16 @@ int RequestParser::on_message_complete(llhttp_t* parser) noexcept {
 
 void RequestParser::finish_request() noexcept {
   // Views derived from the tokens are made only now: until the request is complete a
-  // detach could still move the tokens.
+  // detach could still move the tokens. (Streaming made them with the head, which a detach
+  // no longer moves: its tokens are in the tail by then.)
   Request& r = request_;
   r.body_ = body_copied_ ? std::string_view(body_copy_) : body_in_place_;
+  if (!streaming_) finish_target();
+}
+
+void RequestParser::finish_target() noexcept {
+  Request& r = request_;
+  r.host_ = r.query_ = {};
   std::string_view authority;
   std::string_view rest;
   if (r.target_ == "*") {

@@ -20,6 +20,11 @@
 //     handle(parser.request()); parser.next();
 //   }
 //
+// Streaming (set_streaming(true), for a proxy that passes bodies on as they come): feed() also
+// reports kHead once a request's head is complete (its strings valid, its body empty) and
+// each piece of its body as kBody (body_piece(), a view into the input: nothing is copied or
+// held), then kRequest at its end (with its trailers). max_body_bytes still applies.
+//
 // Thread contract: one thread at a time. Not movable (llhttp keeps a pointer to it).
 
 #include <cstddef>
@@ -50,6 +55,8 @@ class RequestParser {
     kNeedMore,  // every byte of the input is consumed; the request (if any) is unfinished
     kRequest,   // request() is complete; answer it, then next()
     kError,     // answer error_status() and close; the parser accepts nothing more
+    kHead,      // streaming: request()'s head is complete, its body is to come
+    kBody,      // streaming: body_piece() is the next piece of the body
   };
 
   /// Chunk extensions a request may carry in total; beyond: 400.
@@ -66,6 +73,17 @@ class RequestParser {
   /// (and unchanged) until the request it completes has been answered, or detach_input().
   Event feed(std::string_view& input) noexcept;
   Request& request() noexcept { return request_; }
+  /// Streaming mode (see above); set between requests.
+  void set_streaming(bool on) noexcept { streaming_ = on; }
+  /// After kHead: the body's framing as the head announced it.
+  bool chunked() const noexcept { return (parser_.flags & F_CHUNKED) != 0; }
+  uint64_t content_length() const noexcept {
+    return (parser_.flags & F_CONTENT_LENGTH) != 0 ? parser_.content_length : 0;
+  }
+  /// After kBody: the piece, a view into the input given to feed().
+  std::string_view body_piece() const noexcept { return body_piece_; }
+  /// The peer the requests come from (Request::peer()).
+  void set_peer(const InetAddress* peer) noexcept { request_.peer_ = peer; }
   /// After kError: the status to answer (400, 413, 414, 417, 431, 501, 505) and why.
   int error_status() const noexcept { return error_status_; }
   std::string_view error_reason() const noexcept { return error_reason_; }
@@ -126,6 +144,8 @@ class RequestParser {
   int check_head() noexcept;
   bool check_framing() noexcept;
   void finish_request() noexcept;
+  /// The views derived from the target and Host: path, query, host.
+  void finish_target() noexcept;
   Header& current_field() noexcept {
     return request_.fields()[request_.header_count_ + request_.trailer_count_ - 1];
   }
@@ -178,6 +198,12 @@ class RequestParser {
   bool tail_mode_ = false;  // the request's strings live in tail_, its body in body_copy_
   bool body_copied_ = false;
   std::string_view body_in_place_;  // the body while it is one piece of the input
+  // Streaming.
+  bool streaming_ = false;
+  bool head_ready_ = false;  // feed() reports kHead next
+  bool body_ready_ = false;  // feed() reports kBody next
+  bool kick_ = false;        // llhttp paused: run it once more even without input
+  std::string_view body_piece_;
   std::unique_ptr<char[]> tail_;
   size_t tail_size_ = 0;
   size_t tail_capacity_ = 0;

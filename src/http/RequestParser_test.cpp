@@ -556,5 +556,109 @@ TEST(RequestParser, StopsAfterAnError) {
   EXPECT_EQ(parser.feed(more), RequestParser::Event::kError);
 }
 
+// ---- streaming ----
+
+/// Like parse_pieces, in streaming mode: the head is copied out at kHead (and checked again
+/// at kRequest, after the inputs it came in were released), the body gathered from the pieces.
+std::vector<Parsed> stream_pieces(const std::vector<std::string>& pieces,
+                                  ParserLimits limits = {}) {
+  RequestParser parser(limits);
+  parser.set_streaming(true);
+  std::vector<Parsed> out;
+  Parsed current;
+  bool in_request = false;
+  for (const std::string& piece : pieces) {
+    auto buffer = std::make_unique<char[]>(piece.size() + 1);
+    std::copy(piece.begin(), piece.end(), buffer.get());
+    std::string_view input(buffer.get(), piece.size());
+    for (;;) {
+      const auto event = parser.feed(input);
+      if (event == RequestParser::Event::kNeedMore) break;
+      if (event == RequestParser::Event::kError) {
+        Parsed p;
+        p.error = parser.error_status();
+        out.push_back(p);
+        return out;
+      }
+      if (event == RequestParser::Event::kHead) {
+        EXPECT_FALSE(in_request);
+        current = copy_out(parser.request());
+        in_request = true;
+      } else if (event == RequestParser::Event::kBody) {
+        EXPECT_TRUE(in_request);
+        EXPECT_FALSE(parser.body_piece().empty());
+        current.body += parser.body_piece();
+      } else {
+        EXPECT_TRUE(in_request) << "kRequest without kHead";
+        Parsed end = copy_out(parser.request());  // the head's views survived the detaches
+        EXPECT_EQ(end.target, current.target);
+        EXPECT_EQ(end.path, current.path);
+        EXPECT_EQ(end.host, current.host);
+        EXPECT_EQ(end.headers, current.headers);
+        EXPECT_EQ(end.body, "");  // nothing is kept
+        current.trailers = end.trailers;
+        out.push_back(current);
+        in_request = false;
+        parser.next();
+      }
+    }
+    EXPECT_TRUE(parser.detach_input());
+    std::fill(buffer.get(), buffer.get() + piece.size(), '#');
+    EXPECT_LE(parser.held_bytes(), 2048u);  // the head at most, never the body
+  }
+  return out;
+}
+
+TEST(RequestParserStreaming, GivesTheHeadThenTheBodyInPiecesAtEverySplit) {
+  const std::string text =
+      "POST /up/load?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello world"
+      "PUT /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n"
+      "GET /after HTTP/1.1\r\nHost: h\r\n\r\n";
+  const auto whole = stream_pieces({text});
+  ASSERT_EQ(whole.size(), 3u);
+  EXPECT_EQ(whole[0].path, "/up/load");
+  EXPECT_EQ(whole[0].query, "x=1");
+  EXPECT_EQ(whole[0].body, "hello world");
+  EXPECT_EQ(whole[1].body, "hello world");
+  EXPECT_EQ(whole[1].trailers, "X-T=1;");
+  EXPECT_EQ(whole[2].path, "/after");
+  EXPECT_EQ(whole[2].body, "");
+  for (size_t cut = 1; cut < text.size(); ++cut) {
+    EXPECT_EQ(stream_pieces({text.substr(0, cut), text.substr(cut)}), whole) << "cut at " << cut;
+  }
+  std::vector<std::string> bytes;
+  for (const char c : text) bytes.emplace_back(1, c);
+  EXPECT_EQ(stream_pieces(bytes), whole);
+}
+
+TEST(RequestParserStreaming, AHeadWithoutBodyEndsWithoutMoreInput) {
+  RequestParser parser(ParserLimits{});
+  parser.set_streaming(true);
+  std::string text = "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+  std::string_view input = text;
+  EXPECT_EQ(parser.feed(input), RequestParser::Event::kHead);
+  EXPECT_TRUE(input.empty());
+  EXPECT_EQ(parser.feed(input), RequestParser::Event::kRequest);
+}
+
+int last_error(const std::vector<Parsed>& parsed) {
+  return parsed.empty() ? 0 : parsed.back().error;
+}
+
+TEST(RequestParserStreaming, LimitsAndRefusalsStillApply) {
+  ParserLimits limits;
+  limits.max_body_bytes = 10;
+  EXPECT_EQ(last_error(stream_pieces({"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\n"},
+                                     limits)),
+            413);
+  const auto chunked = stream_pieces({"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: "
+                                      "chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n"},
+                                     limits);
+  EXPECT_EQ(last_error(chunked), 413);
+  EXPECT_EQ(last_error(stream_pieces({"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n"
+                                      "Transfer-Encoding: chunked\r\n\r\n"})),
+            400);
+}
 }  // namespace
 }  // namespace ucp::http::detail

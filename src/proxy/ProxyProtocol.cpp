@@ -396,4 +396,18 @@ Task<Result<ProxyHeader>> read_proxy_header(TcpConnection& connection, uint32_t 
   }
 }
 
+Task<Result<void>> write_proxy_header(TcpConnection& connection, ProxyProtocolVersion version,
+                                      InetAddress source, InetAddress destination) {
+  std::array<std::byte, kProxyV1MaxBytes> header;
+  size_t n = 0;
+  if (version == ProxyProtocolVersion::kV1) {
+    n = encode_proxy_v1(source, destination,
+                        std::span(reinterpret_cast<char*>(header.data()), header.size()));
+  } else if (version == ProxyProtocolVersion::kV2) {
+    n = encode_proxy_v2(source, destination, header);
+  }
+  if (n == 0) co_return Result<void>{};
+  co_return co_await connection.write_all(std::span(header.data(), n));
+}
+
 }  // namespace ucp::proxy

@@ -1,7 +1,5 @@
 #include "ucp/proxy/TcpProxy.h"
 
-#include <array>
-
 #include "ucp/log/Logger.h"
 #include "ucp/proxy/ProxyProtocol.h"
 #include "ucp/proxy/UpstreamConnector.h"
@@ -10,21 +8,6 @@ namespace ucp::proxy {
 namespace {
 
 void bump(std::atomic<uint64_t>& counter) noexcept { RelayCounters::add(counter, 1); }
-
-// Writes the PROXY header for a client at `source` that connected to `destination`. A child
-// coroutine, so that its buffer is not kept in the frame that lives as long as the relay.
-Task<Result<void>> send_proxy_header(TcpConnection& server, ProxyProtocolVersion version,
-                                     InetAddress source, InetAddress destination) {
-  std::array<std::byte, kProxyV1MaxBytes> header;
-  size_t n = 0;
-  if (version == ProxyProtocolVersion::kV1) {
-    n = encode_proxy_v1(source, destination,
-                        std::span(reinterpret_cast<char*>(header.data()), header.size()));
-  } else {
-    n = encode_proxy_v2(source, destination, header);
-  }
-  co_return co_await server.write_all(std::span(header.data(), n));
-}
 
 }  // namespace
 
@@ -153,7 +136,7 @@ Task<std::optional<TcpProxy::Prepared>> TcpProxy::prepare(Worker& worker, TcpCon
       destination = InetAddress::local_of(client.fd()).value_or(destination);
     }
     TcpConnection& server = *prepared.upstream.connection;
-    if (!co_await send_proxy_header(server, send_header, prepared.client, destination)) {
+    if (!co_await write_proxy_header(server, send_header, prepared.client, destination)) {
       bump(worker.errors);
       co_await server.close();
       co_return std::nullopt;

@@ -25,34 +25,13 @@
 
 #include "Command.h"
 #include "LoopRunner.h"
+#include "NodeWs.h"
 #include "ServerProcess.h"
 
 namespace ucp::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-/// Where `require('ws')` looks: the npm install of scripts/install-deps.sh, then Debian's
-/// node-ws.
-const std::string kNodePath = UCP_SOURCE_DIR "/build/npm/node_modules:/usr/share/nodejs";
-
-/// Empty when node can load `ws` (after an npm install if needed); otherwise why not.
-std::string node_ws_unavailable() {
-  static const std::string reason = [] {
-    if (!have_program("node")) return std::string("node is not installed (apt-get install nodejs)");
-    ::setenv("NODE_PATH", kNodePath.c_str(), 1);
-    auto probe = [] { return run_command({"node", "-e", "require('ws')"}, 20000).exit_code == 0; };
-    if (probe()) return std::string();
-    if (!have_program("npm"))
-      return std::string("the ws module is missing and npm is not installed");
-    auto installed = run_command({"npm", "install", "--no-save", "--no-audit", "--no-fund",
-                                  "--prefix", UCP_SOURCE_DIR "/build/npm", "ws@8"},
-                                 180000);
-    if (probe()) return std::string();
-    return "npm install ws failed: " + installed.output.substr(0, 400);
-  }();
-  return reason;
-}
 
 ServerProcess::Options http_server(const std::string& root) {
   ServerProcess::Options options;

@@ -65,6 +65,10 @@ class L4Gateway {
   void run();
   void stop() noexcept { server_.stop(); }
   void stop_now() noexcept { server_.stop_now(); }
+  /// Graceful stop's first step, from any thread: stop accepting; relayed connections go on
+  /// until they end. stop() ends what is left.
+  void drain() noexcept { server_.drain(); }
+  size_t connection_count() const noexcept { return server_.connection_count(); }
   /// Replaces the groups and the proxy options (validated first: an invalid set changes
   /// nothing and the error says why). New connections use the new set; established ones go on.
   Result<void, Error> reconfigure(TcpProxyOptions proxy,

@@ -37,6 +37,7 @@
 #include "ucp/io/BufferLease.h"
 #include "ucp/net/InetAddress.h"
 #include "ucp/net/TcpConnection.h"
+#include "ucp/proxy/UpstreamConfig.h"
 
 namespace ucp::proxy {
 
@@ -86,5 +87,10 @@ size_t encode_proxy_v2_local(std::span<std::byte> out) noexcept;
 /// the header are left in `rest`.
 Task<Result<ProxyHeader>> read_proxy_header(TcpConnection& connection, uint32_t timeout_ms,
                                             BufferLease& rest);
+
+/// Sends the `version` header naming a client at `source` that connected to `destination`
+/// (kOff: nothing), before any other byte.
+Task<Result<void>> write_proxy_header(TcpConnection& connection, ProxyProtocolVersion version,
+                                      InetAddress source, InetAddress destination);
 
 }  // namespace ucp::proxy

@@ -44,6 +44,17 @@ struct UpstreamConnection {
   uint32_t attempts = 0;  // servers tried, this one included
 };
 
+/// One connect to `peer` of `group`, as connect_upstream makes each: within connect_timeout_ms,
+/// output failing after idle_timeout_ms without progress, and the outcome reported to the
+/// group's passive health (a failure of this process's own, local_failure(), to no server).
+Task<Result<ClientConnection>> connect_peer(EventLoop& loop, GroupRef group, PeerState& peer,
+                                            StopToken stop = {});
+
+/// A failure of this process rather than the server's: out of fds, memory or local ports, the
+/// loop short of room or stopping. It says nothing about the server, and another would fail
+/// the same way.
+bool local_failure(std::error_code error) noexcept;
+
 /// Connects to a server of `group` for a client at `client` (the hash balance's key). The
 /// connection has no read timeout, and its output fails after the group's idle_timeout_ms
 /// without progress. `stop` cancels the attempt in progress (operation_canceled).

@@ -1,0 +1,86 @@
+#pragma once
+// ConnectionPool: idle keep-alive connections of one loop, by key (an origin such as
+// "http://10.0.0.7:8080", or one server of a gateway's upstream group), for the next request
+// to the same place.
+//
+//   ConnectionPool pool(loop, {.max_idle = 32, .max_idle_per_key = 32, .idle_timeout_ms = 60000});
+//   std::unique_ptr<ClientSession> session = co_await pool.take("10.0.0.7:8080");
+//   if (!session) session = connect(...);
+//   ... one request and its whole response ...
+//   if (session->reusable()) pool.give("10.0.0.7:8080", std::move(session));
+//   else co_await session->close();
+//
+// While a connection waits in the pool a receive stays posted on it, so that what the server
+// does meanwhile is seen at once: a close (the server's keep-alive timeout ran out), a reset,
+// or a byte it had no business sending, and the connection is closed and forgotten then; so is
+// one idle for idle_timeout_ms. take() cancels that receive and hands the connection over
+// only if nothing came. A server may still close a connection just as it is taken (the
+// request then meets the close): callers retry a request that got no byte of answer on a
+// reused connection when that is safe (no body, or one they can send again).
+//
+// Bounds: at most max_idle_per_key per key and max_idle in all; beyond them give() closes the
+// oldest idle connection of the pool to make room (the least likely to be used again).
+//
+// Thread contract: the loop's thread only. Destroying the pool closes every idle connection
+// (in the background, as ClientConnection does); the loop must outlive it.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ucp/coro/StopToken.h"
+#include "ucp/coro/Task.h"
+#include "ucp/http/ClientSession.h"
+#include "ucp/io/EventLoop.h"
+
+namespace ucp::http {
+
+struct PoolOptions {
+  uint32_t max_idle = 64;            // idle connections in all
+  uint32_t max_idle_per_key = 32;    // idle connections to one key
+  uint32_t idle_timeout_ms = 60000;  // an idle connection unused this long is closed (0 = never)
+};
+
+class ConnectionPool {
+ public:
+  ConnectionPool(EventLoop& loop, PoolOptions options = {});
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+  ~ConnectionPool();
+
+  /// The most recently returned idle connection for `key` that is still usable, or null.
+  Task<std::unique_ptr<ClientSession>> take(std::string_view key);
+  /// Keeps `session`, which must be reusable(), for `key` (closes it when the pool is full of
+  /// newer ones, or its options allow none).
+  void give(std::string_view key, std::unique_ptr<ClientSession> session);
+  /// Closes every idle connection (a gateway reconfigured, a program shutting down).
+  void clear() noexcept;
+
+  size_t idle() const noexcept { return idle_count_; }
+  size_t idle(std::string_view key) const noexcept;
+  /// Connections handed out again by take() (cumulative).
+  uint64_t reused() const noexcept { return reused_; }
+  /// Idle connections closed because the server closed or reset them, or sent something.
+  uint64_t closed_by_server() const noexcept { return closed_by_server_; }
+  const PoolOptions& options() const noexcept { return options_; }
+  void set_options(const PoolOptions& options) noexcept { options_ = options; }
+
+ private:
+  struct Idle;
+  struct TakeAwaiter;
+  Task<> watch(std::string key, std::unique_ptr<ClientSession> session);
+  void link(Idle& idle) noexcept;
+  void unlink(Idle& idle) noexcept;
+  void evict_for(std::string_view key) noexcept;
+
+  EventLoop& loop_;
+  PoolOptions options_;
+  Idle* oldest_ = nullptr;  // a list from oldest to newest
+  Idle* newest_ = nullptr;
+  size_t idle_count_ = 0;
+  uint64_t reused_ = 0;
+  uint64_t closed_by_server_ = 0;
+};
+
+}  // namespace ucp::http

@@ -1,0 +1,164 @@
+#include "ucp/http/ConnectionPool.h"
+
+#include <chrono>
+#include <coroutine>
+#include <utility>
+
+#include "ucp/io/WithTimeout.h"
+
+namespace ucp::http {
+
+/// One idle connection: lives in the frame of the coroutine that watches it (watch()), which
+/// owns the session until take() claims it or the watch ends.
+struct ConnectionPool::Idle {
+  Idle(ConnectionPool* owner, std::string name, std::unique_ptr<ClientSession> connection) noexcept
+      : pool(owner), key(std::move(name)), session(std::move(connection)) {}
+  Idle(const Idle&) = delete;
+  Idle& operator=(const Idle&) = delete;
+
+  ConnectionPool* pool;  // null once the pool is gone or has let go of it
+  std::string key;
+  std::unique_ptr<ClientSession> session;
+  StopSource stop;
+  Idle* older = nullptr;
+  Idle* newer = nullptr;
+  bool linked = false;
+  // take(): who waits for the watch to end, and where the session goes if it is still clean.
+  std::coroutine_handle<> taker;
+  std::unique_ptr<ClientSession>* out = nullptr;
+
+  ~Idle() {
+    if (pool != nullptr) pool->unlink(*this);
+  }
+};
+
+struct ConnectionPool::TakeAwaiter {
+  Idle& idle;
+  std::unique_ptr<ClientSession> result;
+
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> caller) noexcept {
+    idle.taker = caller;
+    idle.out = &result;
+    idle.stop.request_stop();  // ends the watch's receive; the watch then resumes us
+  }
+  std::unique_ptr<ClientSession> await_resume() noexcept { return std::move(result); }
+};
+
+ConnectionPool::ConnectionPool(EventLoop& loop, PoolOptions options)
+    : loop_(loop), options_(options) {}
+
+ConnectionPool::~ConnectionPool() { clear(); }
+
+void ConnectionPool::link(Idle& idle) noexcept {
+  idle.older = newest_;
+  idle.newer = nullptr;
+  if (newest_ != nullptr) {
+    newest_->newer = &idle;
+  } else {
+    oldest_ = &idle;
+  }
+  newest_ = &idle;
+  idle.linked = true;
+  ++idle_count_;
+}
+
+void ConnectionPool::unlink(Idle& idle) noexcept {
+  if (!idle.linked) return;
+  (idle.older != nullptr ? idle.older->newer : oldest_) = idle.newer;
+  (idle.newer != nullptr ? idle.newer->older : newest_) = idle.older;
+  idle.older = idle.newer = nullptr;
+  idle.linked = false;
+  --idle_count_;
+}
+
+size_t ConnectionPool::idle(std::string_view key) const noexcept {
+  size_t n = 0;
+  for (const Idle* i = oldest_; i != nullptr; i = i->newer) n += i->key == key ? 1 : 0;
+  return n;
+}
+
+void ConnectionPool::clear() noexcept {
+  while (oldest_ != nullptr) {
+    Idle& idle = *oldest_;
+    unlink(idle);
+    idle.pool = nullptr;
+    idle.stop.request_stop();  // the watch closes the connection
+  }
+}
+
+void ConnectionPool::evict_for(std::string_view key) noexcept {
+  // The oldest connection of the key when the key is at its bound, else the oldest of all.
+  auto evict = [this](Idle& idle) {
+    unlink(idle);
+    idle.pool = nullptr;
+    idle.stop.request_stop();
+  };
+  if (idle(key) >= options_.max_idle_per_key) {
+    for (Idle* i = oldest_; i != nullptr; i = i->newer) {
+      if (i->key == key) {
+        evict(*i);
+        break;
+      }
+    }
+  }
+  if (idle_count_ >= options_.max_idle && oldest_ != nullptr) evict(*oldest_);
+}
+
+Task<std::unique_ptr<ClientSession>> ConnectionPool::take(std::string_view key) {
+  for (;;) {
+    Idle* found = nullptr;
+    for (Idle* i = newest_; i != nullptr; i = i->older) {  // the warmest first
+      if (i->key == key) {
+        found = i;
+        break;
+      }
+    }
+    if (found == nullptr) co_return nullptr;
+    unlink(*found);
+    std::unique_ptr<ClientSession> session = co_await TakeAwaiter{*found, nullptr};
+    if (session) {
+      ++reused_;
+      co_return session;
+    }
+    // The server closed it, or sent something, while it waited: the next one.
+  }
+}
+
+void ConnectionPool::give(std::string_view key, std::unique_ptr<ClientSession> session) {
+  if (!session || !session->reusable()) return;  // dropped: closed in the background
+  if (options_.max_idle == 0 || options_.max_idle_per_key == 0) return;
+  evict_for(key);
+  loop_.spawn(watch(std::string(key), std::move(session)));
+}
+
+Task<> ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> session) {
+  EventLoop& loop = loop_;  // the pool may be gone when the receive ends
+  Idle idle(this, std::move(key), std::move(session));
+  link(idle);
+  const Clock::time_point due =
+      options_.idle_timeout_ms == 0
+          ? Clock::time_point::max()
+          : loop_.now() + std::chrono::milliseconds(options_.idle_timeout_ms);
+  BufferLease lease;
+  auto received = co_await with_stop(
+      with_deadline(idle.session->connection().receive_into(lease), due), idle.stop.token());
+  lease.reset();
+  // Only a receive that take() cancelled before anything came leaves the connection clean.
+  const bool clean = !received && received.error() == std::errc::operation_canceled;
+  if (idle.pool != nullptr) {
+    idle.pool->unlink(idle);
+    // (A close, a reset or a stray byte: the server's doing; its own idle timeout is not.)
+    if (!clean && (received.has_value() || (received.error() != std::errc::timed_out &&
+                                            received.error() != std::errc::operation_canceled))) {
+      ++idle.pool->closed_by_server_;
+    }
+  }
+  if (idle.taker) {
+    if (clean) *idle.out = std::move(idle.session);
+    loop.schedule(idle.taker);
+  }
+  if (idle.session) co_await idle.session->close();
+}
+
+}  // namespace ucp::http
