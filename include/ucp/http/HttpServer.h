@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ucp/base/Defaults.h"
@@ -42,6 +43,10 @@
 #include "ucp/http/Response.h"
 #include "ucp/http/Router.h"
 #include "ucp/net/TcpServer.h"
+
+namespace ucp::metrics {
+class Registry;
+}
 
 namespace ucp::http {
 
@@ -61,6 +66,8 @@ struct HttpOptions {
   uint32_t linger_timeout_ms = 5000;  // after an error: read and drop at most this long
   std::string server_name = "ucp";    // Server header; empty = none
 };
+
+struct HttpMetricsOptions;
 
 namespace detail {
 struct ServerCore;
@@ -106,6 +113,17 @@ class HttpServer {
   const HttpOptions& options() const noexcept;
   /// One entry per worker loop. Any thread.
   std::vector<WorkerStats> stats() const;
+
+  /// Turns on the server's metrics (HttpMetrics.h: its counters, request durations by route
+  /// and status code, the loops' counters, process_* and ucp_build_info) and returns the
+  /// registry that holds them, where the application may add its own. Before start(); a
+  /// second call returns the same registry (and ignores `options`).
+  metrics::Registry& enable_metrics();
+  metrics::Registry& enable_metrics(const HttpMetricsOptions& options);
+  /// Answers GET (and HEAD) `path` with the registry in the Prometheus text format, turning
+  /// the metrics on with their defaults if enable_metrics() was not called. Before start();
+  /// throws as Router::add for a bad path.
+  void serve_metrics(std::string_view path = "/metrics");
 
  private:
   std::unique_ptr<detail::ServerCore> core_;
