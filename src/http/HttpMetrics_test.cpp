@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -17,6 +19,7 @@
 
 #include "ucp/http/HttpServer.h"
 #include "ucp/metrics/Counter.h"
+#include "ucp/metrics/LatencyHistogram.h"
 #include "ucp/metrics/Registry.h"
 
 #include "HttpTestServer.h"
@@ -128,6 +131,24 @@ TEST(HttpMetrics, PairsPastTheSlotsShareOneSeries) {
   EXPECT_EQ(sample(text, d + "\"GET\",code=\"201\"}"), 2);
   EXPECT_EQ(sample(text, d + "\"other\",code=\"other\"}"), 3);  // 202, 203, 204
   EXPECT_EQ(text.find("process_"), std::string::npos);          // .process = false
+  // The same durations at LatencyHistogram's resolution, for percentiles: the six requests and
+  // the scrape (recorded just after its answer went out: a bounded wait for it).
+  std::optional<metrics::LatencyHistogram> latency;
+  for (int i = 0; i < 500; ++i) {
+    latency = s.server().request_latency();
+    if (!latency || latency->count() >= 7) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(latency);
+  EXPECT_EQ(latency->count(), 7u);
+  EXPECT_GT(latency->value_at_percentile(99), 0);
+}
+
+TEST(HttpMetrics, NoneWithoutEnableMetrics) {
+  HttpTestServer s(routes);
+  EXPECT_EQ(ask_once(s.port(), get("/users/1")).status, 200);
+  EXPECT_FALSE(s.server().request_latency());
+  EXPECT_EQ(ask_once(s.port(), get("/metrics")).status, 404);
 }
 
 TEST(HttpMetrics, ScrapesWhileTwoWorkersServe) {

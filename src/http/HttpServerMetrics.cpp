@@ -6,6 +6,7 @@
 #include "ucp/http/HttpMetrics.h"
 #include "ucp/http/HttpServer.h"
 #include "ucp/metrics/Exposition.h"
+#include "ucp/metrics/LatencyHistogram.h"
 #include "ucp/metrics/ProcessMetrics.h"
 
 #include "ServerCore.h"
@@ -125,6 +126,11 @@ metrics::Registry& HttpServer::enable_metrics(const HttpMetricsOptions& options)
     registry.add_collector(metrics::write_build_info);
   }
   return registry;
+}
+
+std::optional<metrics::LatencyHistogram> HttpServer::request_latency() const {
+  if (core_->request_metrics == nullptr) return std::nullopt;
+  return core_->request_metrics->merged_latency();
 }
 
 void HttpServer::serve_metrics(std::string_view path) {

@@ -18,12 +18,22 @@ RequestMetrics::RequestMetrics(size_t workers, std::vector<std::string> routes,
   const size_t count = workers_ * (routes_.size() + 1) * (pairs_ + 1);
   slots_.reserve(count);
   for (size_t i = 0; i < count; ++i) slots_.push_back(std::make_unique<Slot>(bounds));
+  for (size_t i = 0; i < workers_; ++i) {
+    latency_.push_back(std::make_unique<metrics::LatencyHistogram>());
+  }
+}
+
+metrics::LatencyHistogram RequestMetrics::merged_latency() const {
+  metrics::LatencyHistogram all;
+  for (const auto& worker : latency_) all.merge(*worker);
+  return all;
 }
 
 void RequestMetrics::record(size_t worker, uint32_t route, Method method, int status,
                             std::chrono::nanoseconds duration) noexcept {
   const uint32_t key = key_of(method, status);
   const double seconds = std::chrono::duration<double>(duration).count();
+  latency_[worker]->record(duration);
   // Only this worker writes its slots: a plain scan, and a claim is a plain store.
   for (size_t i = 0; i < pairs_; ++i) {
     Slot& s = slot(worker, route, i);

@@ -8,7 +8,8 @@
 // seen) and observes into it: relaxed loads and stores only, no lock, no locked instruction,
 // no allocation. Pairs beyond the slots go to one overflow histogram per route
 // (method="other", code="other"), so memory stays what start() allocated whatever clients
-// send. A scrape sums the workers' histograms of each pair.
+// send. A scrape sums the workers' histograms of each pair. Each worker also records every
+// duration into a LatencyHistogram of its own (fine enough for p99.9: the stats line).
 //
 // Thread contract: record() for worker w on w's thread only; write() from any thread.
 
@@ -23,6 +24,7 @@
 #include "ucp/http/Request.h"
 #include "ucp/metrics/Exposition.h"
 #include "ucp/metrics/Histogram.h"
+#include "ucp/metrics/LatencyHistogram.h"
 
 namespace ucp::http::detail {
 
@@ -39,6 +41,8 @@ class RequestMetrics {
               std::chrono::nanoseconds duration) noexcept;
   /// The ucp_http_request_duration_seconds family.
   void write(metrics::Exposition& out) const;
+  /// Every worker's durations merged, at LatencyHistogram's resolution (for percentiles).
+  metrics::LatencyHistogram merged_latency() const;
 
   uint32_t unmatched_route() const noexcept { return static_cast<uint32_t>(routes_.size()); }
 
@@ -56,6 +60,8 @@ class RequestMetrics {
   size_t workers_;
   size_t pairs_;  // slots per worker and route, besides the overflow one
   std::vector<std::unique_ptr<Slot>> slots_;
+  // Per worker: the same durations, fine-grained (28 KiB each), for p99.9 and the stats line.
+  std::vector<std::unique_ptr<metrics::LatencyHistogram>> latency_;
 };
 
 }  // namespace ucp::http::detail

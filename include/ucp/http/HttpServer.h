@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,8 +46,9 @@
 #include "ucp/net/TcpServer.h"
 
 namespace ucp::metrics {
+class LatencyHistogram;
 class Registry;
-}
+}  // namespace ucp::metrics
 
 namespace ucp::http {
 
@@ -124,6 +126,10 @@ class HttpServer {
   /// the metrics on with their defaults if enable_metrics() was not called. Before start();
   /// throws as Router::add for a bad path.
   void serve_metrics(std::string_view path = "/metrics");
+  /// Every worker's request durations merged (those of ucp_http_request_duration_seconds, at
+  /// LatencyHistogram's resolution: percentiles within 1 %), since start(); nullopt without
+  /// enable_metrics(). Any thread. The runtime's stats line prints its percentiles.
+  std::optional<metrics::LatencyHistogram> request_latency() const;
 
  private:
   std::unique_ptr<detail::ServerCore> core_;
