@@ -9,10 +9,10 @@
 #include "ucp/http/HttpServer.h"
 #include "ucp/http/StaticFiles.h"
 #include "ucp/ws/Accept.h"
+#include "ucp/ws/Metrics.h"
 #include "ucp/ws/WebSocket.h"
 
 #include "BinaryKeys.h"
-#include "Metrics.h"
 
 int main(int argc, char** argv) {
   using ucp::http::Request;
@@ -37,11 +37,7 @@ int main(int argc, char** argv) {
       response.set_body("ok");
       co_return;
     });
-    router.get("/metrics", [&server](Request&, Response& response) -> ucp::Task<> {
-      response.set_content_type(ucp::app::kPrometheusContentType);
-      ucp::app::render_metrics(server, response.body_buffer());
-      co_return;
-    });
+    server.serve_metrics("/metrics");
     router.post("/echo", [](Request& request, Response& response) -> ucp::Task<> {
       if (request.has_header("content-type"))
         response.set_content_type(request.header("content-type"));
@@ -50,8 +46,15 @@ int main(int argc, char** argv) {
     });
     // Every message comes back as it was sent (text or binary) until the peer closes;
     // permessage-deflate when the client offers it.
+    // Counted into the server's /metrics (ucp_websocket_*); it outlives the connections, which
+    // all end in app.serve().
+    ucp::ws::Metrics ws_metrics(server.stats().size());
+    if (auto added = ws_metrics.add_to(server.enable_metrics()); !added) {
+      return app.usage_error(added.error().message);
+    }
     ucp::ws::Options ws_options;
     ws_options.deflate.enabled = true;
+    ws_options.metrics = &ws_metrics;
     router.get("/ws/echo", ucp::ws::upgrade(ws_options, [](ucp::ws::WebSocket& ws) -> ucp::Task<> {
                  while (auto message = co_await ws.receive()) {
                    if (!co_await ws.send(message->kind, message->data)) break;

@@ -52,6 +52,8 @@ class TcpService : public Service {
 class HttpService final : public TcpService {
  public:
   explicit HttpService(http::HttpServer& server) : TcpService(server.tcp()), http_(server) {}
+  // HttpServer::start: what the server sets up once its routes are final (its metrics).
+  Result<void, Error> start(std::string* warnings) override { return http_.start(warnings); }
   void drain() noexcept override { http_.drain(); }
   std::optional<uint64_t> requests() const override {
     uint64_t answered = 0;

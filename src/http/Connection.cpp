@@ -234,7 +234,11 @@ Task<Connection::Outcome> Connection::process(BufferLease data) {
       co_await send_error(parser.error_status(), parser.error_reason());
       co_return Outcome::kLinger;
     }
+    RequestMetrics* const metrics = core_.request_metrics;
+    const auto started = metrics != nullptr ? std::chrono::steady_clock::now()
+                                            : std::chrono::steady_clock::time_point{};
     const bool keep = co_await respond();
+    if (metrics != nullptr) record_request(*metrics, started);
     ++served_;
     if (upgrading_) {
       // The rest of this read belongs to the new protocol, and so does the connection.
@@ -269,6 +273,14 @@ Task<Connection::Outcome> Connection::process(BufferLease data) {
   co_return outcome;
 }
 
+void Connection::record_request(RequestMetrics& metrics,
+                                std::chrono::steady_clock::time_point started) noexcept {
+  Session& s = *session_;
+  const uint32_t route = s.route == Router::kNoRoute ? metrics.unmatched_route() : s.route;
+  metrics.record(static_cast<size_t>(slot_ - core_.slots.get()), route, s.parser.request().method(),
+                 s.response.status(), std::chrono::steady_clock::now() - started);
+}
+
 Task<bool> Connection::respond() {
   Session& s = *session_;
   Request& request = s.parser.request();
@@ -279,6 +291,7 @@ Task<bool> Connection::respond() {
   framing_ = Framing::kNone;
   keep_alive_ = request.keep_alive() && !core_.draining.load(std::memory_order_relaxed);
   const Router::Match match = core_.router.match(request);
+  s.route = match.route;
   bool failed = false;
   try {
     if (!core_.middleware.empty()) {

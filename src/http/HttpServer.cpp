@@ -61,7 +61,16 @@ Router& HttpServer::router() noexcept { return core_->router; }
 void HttpServer::add_middleware(Middleware middleware) {
   core_->middleware.push_back(std::move(middleware));
 }
-Result<void, Error> HttpServer::start(std::string* warnings) { return tcp_->start(warnings); }
+Result<void, Error> HttpServer::start(std::string* warnings) {
+  if (core_->metrics && !core_->metrics->requests) {
+    // The routes are final now: one histogram set per route, worker and (method, code) slot.
+    const HttpMetricsOptions& o = core_->metrics->options;
+    core_->metrics->requests = std::make_unique<detail::RequestMetrics>(
+        core_->slot_count, core_->router.routes(), o.duration_bounds, o.pairs_per_route);
+    core_->request_metrics = core_->metrics->requests.get();
+  }
+  return tcp_->start(warnings);
+}
 void HttpServer::run() { tcp_->run(); }
 void HttpServer::stop() noexcept { tcp_->stop(); }
 void HttpServer::drain() noexcept {

@@ -13,6 +13,7 @@ struct Router::Node {
     // Matching is const and runs on every worker; calling a handler is not const.
     mutable std::array<Handler, kMethodCount> by_method;
     MethodSet methods = 0;
+    uint32_t route = kNoRoute;  // the pattern's number, given with its first method
   };
   std::string segment;  // literal children: their segment
   std::vector<std::unique_ptr<Node>> literals;
@@ -50,6 +51,7 @@ std::string_view take_segment(std::string_view& rest, bool& more) noexcept {
 struct Search {
   Method method = Method::kGet;
   uint32_t params = 0;
+  uint32_t route = Router::kNoRoute;
   Router::MethodSet allowed = 0;
   std::string_view names[Request::kMaxParams];
   std::string_view values[Request::kMaxParams];
@@ -66,8 +68,12 @@ Handler* pick(const Router::Node::Handlers& handlers, Search& search) noexcept {
   if ((methods & bit(Method::kGet)) != 0) methods |= bit(Method::kHead);
   search.allowed |= methods;
   const auto index = static_cast<size_t>(search.method);
-  if ((handlers.methods & bit(search.method)) != 0) return &handlers.by_method[index];
+  if ((handlers.methods & bit(search.method)) != 0) {
+    search.route = handlers.route;
+    return &handlers.by_method[index];
+  }
   if (search.method == Method::kHead && (handlers.methods & bit(Method::kGet)) != 0) {
+    search.route = handlers.route;
     return &handlers.by_method[static_cast<size_t>(Method::kGet)];
   }
   return nullptr;
@@ -182,6 +188,10 @@ Router& Router::add_route(Method method, std::string_view pattern, Handler handl
   }
   target->by_method[static_cast<size_t>(method)] = std::move(handler);
   target->methods = static_cast<MethodSet>(target->methods | bit(method));
+  if (target->route == kNoRoute) {
+    target->route = static_cast<uint32_t>(routes_.size());
+    routes_.push_back(shown);
+  }
   return *this;
 }
 
@@ -198,7 +208,11 @@ Router::Match Router::match(Request& request) const noexcept {
   for (uint32_t i = 0; i < request.param_count_; ++i) {
     request.params_[i] = {search.names[i], search.values[i]};
   }
-  if (result.handler == nullptr) result.allowed = search.allowed;
+  if (result.handler == nullptr) {
+    result.allowed = search.allowed;
+  } else {
+    result.route = search.route;
+  }
   return result;
 }
 

@@ -136,5 +136,33 @@ TEST(Router, RefusesMalformedPatternsAndDuplicates) {
   EXPECT_NO_THROW(router.get("/{a}/{b}/{c}/{d}/{e}/{f}/{g}/*", tagged(1)));
 }
 
+/// The route number `router` gives `target` for `method` (kNoRoute when nothing answers).
+uint32_t route_of(Router& router, const std::string& method, const std::string& target) {
+  detail::RequestParser parser(detail::ParserLimits{});
+  const std::string text = method + " " + target + " HTTP/1.1\r\nHost: a\r\n\r\n";
+  std::string_view input(text);
+  EXPECT_EQ(parser.feed(input), detail::RequestParser::Event::kRequest) << text;
+  return router.match(parser.request()).route;
+}
+
+TEST(Router, NumbersEachPatternOnceForAllItsMethods) {
+  Router router;
+  router.get("/users/{id}", tagged(1));
+  router.put("/users/{id}", tagged(2));
+  router.get("/static/*", tagged(3));
+  router.get("/", tagged(4));
+  router.get("/*", tagged(5));
+  ASSERT_EQ(router.routes(), (std::vector<std::string>{"/users/{id}", "/static/*", "/", "/*"}));
+  EXPECT_EQ(route_of(router, "GET", "/users/7"), 0u);
+  EXPECT_EQ(route_of(router, "PUT", "/users/7"), 0u);
+  EXPECT_EQ(route_of(router, "HEAD", "/users/7"), 0u);  // through GET
+  EXPECT_EQ(route_of(router, "GET", "/static/a/b.css"), 1u);
+  EXPECT_EQ(route_of(router, "GET", "/"), 2u);
+  EXPECT_EQ(route_of(router, "GET", "/other"), 3u);
+  EXPECT_EQ(route_of(router, "DELETE", "/users/7"), Router::kNoRoute);  // 405
+  Router empty;
+  EXPECT_EQ(route_of(empty, "GET", "/"), Router::kNoRoute);  // 404
+}
+
 }  // namespace
 }  // namespace ucp::http

@@ -18,6 +18,7 @@
 
 #include "RequestParser.h"
 #include "ResponseEncoder.h"
+#include "ServerMetrics.h"
 
 namespace ucp::http::detail {
 
@@ -126,6 +127,10 @@ struct ServerCore {
   size_t slot_count;
   // HttpServer::drain: answers end their connection. Read once per request (a plain load).
   std::atomic<bool> draining{false};
+  // HttpServer::enable_metrics. `request_metrics` is set by start() before any worker runs and
+  // read once per request: null, one branch and no clock read.
+  std::unique_ptr<ServerMetrics> metrics;
+  RequestMetrics* request_metrics = nullptr;
 };
 
 /// What a connection holds while it handles requests: taken from the loop's pool when the
@@ -136,6 +141,7 @@ struct Session {
   RequestParser parser;
   Response response;
   OutBuffer out;
+  uint32_t route = Router::kNoRoute;  // the route the request being answered matched
 
   /// From the calling thread's cache of idle sessions (a reset instead of a construction),
   /// else a new one from the pool.
@@ -202,6 +208,9 @@ class Connection {
   static void on_read_timer(void* self) noexcept;
   /// Answers the request the parser completed; false: close after it.
   Task<bool> respond();
+  /// The answered request's duration into the worker's histograms (enable_metrics()).
+  void record_request(RequestMetrics& metrics,
+                      std::chrono::steady_clock::time_point started) noexcept;
   /// Sends the 101 head of a response that switches protocols and keeps what takes over.
   Task<bool> switch_protocols(Request& request, Response& response);
   /// Encodes the head of a finished response, or of a stream (`streaming`), into the session's

@@ -26,6 +26,8 @@
 #include "ucp/io/detail/IoContext.h"
 #include "ucp/io/detail/Operation.h"
 
+#include "LoopCounters.h"
+
 namespace ucp::detail {
 
 class ReceiveBuffers;
@@ -70,12 +72,12 @@ class Backend {
   virtual const char* name() const noexcept = 0;
   virtual std::string describe() const = 0;
   const LoopCapabilities& capabilities() const noexcept { return capabilities_; }
-  const LoopStats& stats() const noexcept { return stats_; }
-  LoopStats& stats() noexcept { return stats_; }  // the loop counts its own (busy polls)
+  LoopStats stats() const noexcept { return stats_.snapshot(); }
+  LoopCounters& counters() noexcept { return stats_; }  // the loop counts its own (busy polls)
 
  protected:
   LoopCapabilities capabilities_;
-  LoopStats stats_;
+  LoopCounters stats_;
 };
 
 }  // namespace ucp::detail

@@ -86,7 +86,7 @@ std::string EventLoop::describe() const {
   }
   return out;
 }
-const LoopStats& EventLoop::stats() const noexcept { return backend_->stats(); }
+LoopStats EventLoop::stats() const noexcept { return backend_->stats(); }
 uint64_t EventLoop::in_flight() const noexcept { return backend_->in_flight(); }
 
 bool EventLoop::in_loop_thread() const noexcept {
@@ -258,7 +258,7 @@ void EventLoop::run_once() {
 // posted, a timer due, a stop asked for); false when the time ran out and the loop should
 // sleep as usual.
 bool EventLoop::busy_poll() noexcept {
-  LoopStats& stats = backend_->stats();
+  detail::LoopCounters& stats = backend_->counters();
   ++stats.busy_polls;
   const Clock::time_point start = Clock::now();
   const Clock::time_point timer_due = timers_.next_key();

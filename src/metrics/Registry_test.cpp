@@ -15,6 +15,8 @@
 #include "ucp/metrics/ProcessMetrics.h"
 #include "ucp/version.h"
 
+#include "Promtool.h"
+
 namespace ucp::metrics {
 namespace {
 
@@ -194,33 +196,10 @@ TEST(ProcessMetrics, WritesTheStandardFamiliesAndBuildInfo) {
       << text;
 }
 
-/// `promtool check metrics` over `text` (its standard input): its exit code and what it said.
-std::pair<int, std::string> promtool(const std::string& text) {
-  char path[] = "/tmp/ucp-metrics-XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) return {-1, "mkstemp failed"};
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  std::string output;
-  int status = -1;
-  if (written) {
-    const std::string command = std::string("promtool check metrics <") + path + " 2>&1";
-    if (FILE* pipe = ::popen(command.c_str(), "r")) {
-      char buffer[512];
-      size_t n = 0;
-      while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-      status = ::pclose(pipe);
-    }
-  }
-  ::unlink(path);
-  return {status == -1 ? -1 : WEXITSTATUS(status), output};
-}
+using test::promtool;
 
 TEST(Registry, PromtoolAcceptsEverythingItRenders) {
-  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "promtool is not installed (Debian package prometheus: "
-                    "scripts/install-deps.sh test)";
-  }
+  if (!test::promtool_installed()) GTEST_SKIP() << test::kPromtoolMissing;
   // promtool must be able to fail here, or the check below proves nothing.
   const auto bad = promtool("# HELP foo Foo.\n# TYPE foo counter\nfoo 1\n");
   ASSERT_NE(bad.first, 0) << "promtool accepted a counter without _total: " << bad.second;

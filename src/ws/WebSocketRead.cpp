@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ucp/log/Logger.h"
+#include "ucp/ws/Metrics.h"
 #include "ucp/ws/WebSocket.h"
 
 #include "FrameReader.h"
@@ -146,7 +147,10 @@ Result<Message> WebSocket::ReceiveAwaiter::await_resume() noexcept {
       break;
   }
   detail::FrameReader& r = ws_.reader();
-  return Message{r.message_is_text() ? MessageKind::kText : MessageKind::kBinary, r.message()};
+  Message message{r.message_is_text() ? MessageKind::kText : MessageKind::kBinary, r.message()};
+  if (ws_.options_.metrics != nullptr)
+    ws_.options_.metrics->received(ws_.loop(), message.data.size());
+  return message;
 }
 
 // Out of run(): what is not awaited stays out of its frame, which every connection keeps.
@@ -229,6 +233,7 @@ Task<> WebSocket::run(WebSocket* ws, const detail::ServerStart* start) {
     ~Owned() {
       if (!live) return;
       auto* ws = std::launder(reinterpret_cast<WebSocket*>(storage));
+      if (ws->options_.metrics != nullptr) ws->options_.metrics->closed(ws->loop());
       if (ws->user_) ws->user_.destroy();
       ws->~WebSocket();
     }
@@ -237,6 +242,7 @@ Task<> WebSocket::run(WebSocket* ws, const detail::ServerStart* start) {
     ws = ::new (owned.storage) WebSocket(*start->tcp, *start->options, Role::kServer,
                                          std::move(*start->received), start->negotiated, nullptr);
     owned.live = true;
+    if (ws->options_.metrics != nullptr) ws->options_.metrics->opened(ws->loop());
     ws->user_ = start_handler(*ws, *start->handler);
     ws->finishing_ = !ws->user_;  // a server without a handler just closes
   }

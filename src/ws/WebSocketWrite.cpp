@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "ucp/ws/Metrics.h"
 #include "ucp/ws/WebSocket.h"
 
 #include "FrameReader.h"
@@ -33,6 +34,7 @@ bool WebSocket::SendAwaiter::await_ready() noexcept {
   if (ws.state_ != State::kOpen) {
     return done(ws.state_ == State::kClosed ? ws.terminal_ : make_error_code(Errc::kClosed));
   }
+  if (ws.options_.metrics != nullptr) ws.options_.metrics->sent(ws.loop(), data.size());
   // The common case on a server: an unmasked, uncompressed frame that fits the queue now.
   const bool may_compress = ws.extras_ && ws.extras_->deflate &&
                             ws.extras_->deflate->deflater.usable() &&

@@ -19,6 +19,7 @@
 #include "Command.h"
 #include "HttpClient.h"
 #include "LoopbackClient.h"
+#include "Promtool.h"
 #include "ServerProcess.h"
 
 namespace ucp::test {
@@ -321,6 +322,25 @@ TEST_F(HttpServerBinary, ReportsHealthAndPerWorkerMetrics) {
                 sum("ucp_http_requests_total{worker=\"1\",class=\"4xx\"}"),
             1u);
   EXPECT_GE(sum("ucp_connections_accepted_total{"), 3u);
+  // And what a production scrape expects besides: durations by route and code, the loops',
+  // the WebSocket echo's, the process's, the build's; promtool accepts all of it.
+  for (const char* series :
+       {"ucp_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\",code=\"200\"} "
+        "1\n",
+        "ucp_http_request_duration_seconds_count{route=\"/*\",method=\"GET\",code=\"404\"} 1\n",
+        "ucp_http_request_duration_seconds_bucket{route=\"/healthz\",method=\"GET\",code=\"200\","
+        "le=\"+Inf\"} 1\n",
+        "# TYPE ucp_loop_submit_calls_total counter",
+        "ucp_loop_info{worker=\"main\",backend=", "ucp_websocket_connections_total 0\n",
+        "ucp_websocket_messages_received_total 0\n", "# TYPE process_cpu_seconds_total counter",
+        "process_open_fds ", "ucp_build_info{version=\""}) {
+    EXPECT_NE(metrics.body.find(series), std::string::npos) << series << "\n" << metrics.body;
+  }
+  if (test::promtool_installed()) {
+    const auto [code, said] = test::promtool(metrics.body);
+    EXPECT_EQ(code, 0) << said << "\n--- exposition ---\n" << metrics.body;
+    EXPECT_EQ(said, "") << metrics.body;
+  }
   EXPECT_TRUE(server.stop(SIGTERM).clean());
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// HttpTestServer: an HttpServer on 127.0.0.1:<free port> with one worker, running on a thread
-// of its own, on the backend under test (Backends.h: UCP_TEST_BACKEND), for the HTTP layer's
-// loopback tests. Small receive buffers, so that bodies run the buffer ring dry.
+// HttpTestServer: an HttpServer on 127.0.0.1:<free port> with one worker (or more), running on
+// a thread of its own, on the backend under test (Backends.h: UCP_TEST_BACKEND), for the HTTP
+// layer's loopback tests. Small receive buffers, so that bodies run the buffer ring dry.
 //
 //   test::HttpTestServer s([](http::HttpServer& server) { server.router().get(...); });
 //   auto fd = test::connect_loopback(s.port());
@@ -31,12 +31,13 @@ namespace ucp::test {
 class HttpTestServer {
  public:
   explicit HttpTestServer(const std::function<void(http::HttpServer&)>& configure,
-                          http::HttpOptions http = {}, uint64_t max_output_bytes = 4 << 20) {
+                          http::HttpOptions http = {}, uint64_t max_output_bytes = 4 << 20,
+                          uint32_t workers = 1) {
     ::signal(SIGPIPE, SIG_IGN);
     ServerOptions options;
     options.ip = "127.0.0.1";
     options.port = 0;
-    options.thread_num = 1;
+    options.thread_num = workers;
     options.shutdown_timeout_ms = 2000;
     options.max_output_bytes = max_output_bytes;
     LoopOptions loop;

@@ -32,7 +32,9 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -45,6 +47,11 @@
 #include "ucp/http/Response.h"
 #include "ucp/http/Router.h"
 #include "ucp/net/TcpServer.h"
+
+namespace ucp::metrics {
+class LatencyHistogram;
+class Registry;
+}  // namespace ucp::metrics
 
 namespace ucp::http {
 
@@ -64,6 +71,8 @@ struct HttpOptions {
   uint32_t linger_timeout_ms = 5000;  // after an error: read and drop at most this long
   std::string server_name = "ucp";    // Server header; empty = none
 };
+
+struct HttpMetricsOptions;
 
 namespace detail {
 struct ServerCore;
@@ -119,6 +128,21 @@ class HttpServer {
   const HttpOptions& options() const noexcept;
   /// One entry per worker loop. Any thread.
   std::vector<WorkerStats> stats() const;
+
+  /// Turns on the server's metrics (HttpMetrics.h: its counters, request durations by route
+  /// and status code, the loops' counters, process_* and ucp_build_info) and returns the
+  /// registry that holds them, where the application may add its own. Before start(); a
+  /// second call returns the same registry (and ignores `options`).
+  metrics::Registry& enable_metrics();
+  metrics::Registry& enable_metrics(const HttpMetricsOptions& options);
+  /// Answers GET (and HEAD) `path` with the registry in the Prometheus text format, turning
+  /// the metrics on with their defaults if enable_metrics() was not called. Before start();
+  /// throws as Router::add for a bad path.
+  void serve_metrics(std::string_view path = "/metrics");
+  /// Every worker's request durations merged (those of ucp_http_request_duration_seconds, at
+  /// LatencyHistogram's resolution: percentiles within 1 %), since start(); nullopt without
+  /// enable_metrics(). Any thread. The runtime's stats line prints its percentiles.
+  std::optional<metrics::LatencyHistogram> request_latency() const;
 
  private:
   void add_middleware(Middleware middleware);

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ucp/base/UniqueFunction.h"
 #include "ucp/coro/Task.h"
@@ -46,9 +47,13 @@ class Router {
   /// A set of methods, one bit per Method.
   using MethodSet = uint16_t;
 
+  /// A route's number: its index in routes(). One per pattern (all its methods share it).
+  static constexpr uint32_t kNoRoute = UINT32_MAX;
+
   struct Match {
     Handler* handler = nullptr;  // null: see allowed
     MethodSet allowed = 0;       // when no handler: the methods the path has routes for
+    uint32_t route = kNoRoute;   // with a handler: which pattern matched
   };
 
   Router();
@@ -98,6 +103,9 @@ class Router {
   /// The Allow header value for `methods` ("GET, HEAD, POST").
   static std::string allow_header(MethodSet methods);
   bool empty() const noexcept;
+  /// The patterns, by route number ("/users/{id}"), as first added: what metrics label
+  /// requests with (a bounded set, unlike paths).
+  const std::vector<std::string>& routes() const noexcept { return routes_; }
 
   struct Node;  // the trie; opaque (Router.cpp)
 
@@ -105,6 +113,7 @@ class Router {
   Router& add_route(Method method, std::string_view pattern, Handler handler);
 
   std::unique_ptr<Node> root_;
+  std::vector<std::string> routes_;
 };
 
 }  // namespace ucp::http

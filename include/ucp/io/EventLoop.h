@@ -150,7 +150,9 @@ class EventLoop {
   const LoopCapabilities& capabilities() const noexcept;
   /// One line naming the backend and what it runs with ("io_uring: single_issuer=on ...").
   std::string describe() const;
-  const LoopStats& stats() const noexcept;
+  /// The backend's counters. Any thread (each is read whole; together they are a snapshot
+  /// taken while the loop may be counting).
+  LoopStats stats() const noexcept;
   const LoopOptions& options() const noexcept { return options_; }
   size_t spawned_count() const noexcept { return spawned_.size(); }
   /// Operations whose last completion has not arrived.

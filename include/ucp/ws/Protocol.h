@@ -74,6 +74,8 @@ struct Message {
 /// that negotiated the extension, and only when it is first used; without context takeover
 /// (the default, both ways) the zlib streams come from a small per-thread cache for one
 /// message at a time and an idle connection keeps none (docs/websocket.md has the figures).
+class Metrics;
+
 struct DeflateOptions {
   bool enabled = false;
   int level = 6;             // zlib level 1..9
@@ -108,6 +110,9 @@ struct Options {
   /// offers is chosen). Client: the subprotocols it offers.
   std::vector<std::string> subprotocols;
   DeflateOptions deflate;
+  /// Where connections and messages are counted (ucp/ws/Metrics.h), if anywhere; it must
+  /// outlive the connections.
+  Metrics* metrics = nullptr;
 };
 
 }  // namespace ucp::ws

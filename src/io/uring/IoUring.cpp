@@ -43,7 +43,7 @@ std::string UringFeatures::describe() const {
 }
 
 Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options, int share_with_fd,
-                                                 LoopStats& stats, std::string& warnings) {
+                                                 LoopCounters& stats, std::string& warnings) {
   std::unique_ptr<IoUring> self(new IoUring(stats));
   unsigned entries = std::max(options.ring_entries, 2u);
 

@@ -20,6 +20,7 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/detail/IoContext.h"
 
+#include "../LoopCounters.h"
 #include "../SetupError.h"
 #include "FixedBuffers.h"
 
@@ -51,7 +52,7 @@ class IoUring {
  public:
   /// `share_with_fd` >= 0: with SQPOLL, attach to that ring's poller thread.
   static Result<std::unique_ptr<IoUring>> create(const LoopOptions& options, int share_with_fd,
-                                                 LoopStats& stats, std::string& warnings);
+                                                 LoopCounters& stats, std::string& warnings);
   IoUring(const IoUring&) = delete;
   IoUring& operator=(const IoUring&) = delete;
   ~IoUring();
@@ -118,7 +119,7 @@ class IoUring {
   size_t pending() const noexcept { return pending_.size(); }
 
  private:
-  explicit IoUring(LoopStats& stats) noexcept : stats_(stats) {}
+  explicit IoUring(LoopCounters& stats) noexcept : stats_(stats) {}
   void flush_pending();
 
   io_uring ring_{};
@@ -128,7 +129,7 @@ class IoUring {
   size_t pending_capacity_ = 0;
   uint64_t in_flight_ = 0;  // SQEs handed out whose final CQE has not arrived
   const IoContext* message_context_ = nullptr;
-  LoopStats& stats_;
+  LoopCounters& stats_;
 };
 
 /// One line saying why registering fixed buffers failed and what the server does instead.

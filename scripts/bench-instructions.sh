@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Instructions per request of the HTTP path, for before/after comparisons of a change on a
+# shared or noisy machine (CPU time is noise there; instruction counts are not): the server runs
+# under valgrind's callgrind on the epoll backend with one worker, wrk drives it for DURATION
+# seconds after a warm-up, and the counters cover exactly that window (callgrind_control -z,
+# then -d). User-space instructions only (the kernel's share is the same before and after a
+# change of the library's code); callgrind cannot run io_uring, hence epoll, which runs the same
+# HTTP code.
+#
+# Usage: scripts/bench-instructions.sh [BIN_DIR...]    (default: bin)
+#   KINDS="plaintext file"   plaintext: bin/proactor_test server.protocol = http;
+#                            file: bin/http_server, one 1 KiB file (its cache hits)
+#   DURATION=5 CONNS=10 ROUNDS=2
+# Example, a change against main built elsewhere:
+#   scripts/bench-instructions.sh /path/to/main/bin bin
+# Prints one line per binary directory, kind and round: requests, instructions, per request.
+#
+# Valgrind 3.19 (Debian 12) does not know openat2, which the static files use: a preload shim
+# (compiled into build/bench-instructions/) turns it into openat for the measurement.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KINDS=${KINDS:-"plaintext file"}
+DURATION=${DURATION:-5}
+CONNS=${CONNS:-10}
+ROUNDS=${ROUNDS:-2}
+dirs=("$@")
+[ ${#dirs[@]} -eq 0 ] && dirs=(bin)
+for tool in valgrind callgrind_control wrk curl cc python3; do
+  command -v "$tool" >/dev/null || { echo "bench-instructions: $tool is missing" >&2; exit 2; }
+done
+
+work=build/bench-instructions
+mkdir -p "$work"
+shim=$work/openat2-shim.so
+if [ ! -e "$shim" ]; then
+  cat >"$work/openat2-shim.c" <<'EOF'
+// Measurement only: valgrind 3.19 rejects openat2; forward it as openat (no RESOLVE_*).
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+long syscall(long number, ...) {
+  va_list ap;
+  va_start(ap, number);
+  long a[6];
+  for (int i = 0; i < 6; ++i) a[i] = va_arg(ap, long);
+  va_end(ap);
+  if (number == SYS_openat2) {
+    const struct open_how* how = (const struct open_how*)a[2];
+    return openat((int)a[0], (const char*)a[1], (int)how->flags, (int)how->mode);
+  }
+  static long (*real)(long, ...);
+  if (!real) real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+  return real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+EOF
+  cc -O2 -shared -fPIC "$work/openat2-shim.c" -o "$shim" -ldl
+fi
+: >"$work/empty.conf"
+mkdir -p "$work/www"
+head -c 1024 /dev/zero | tr '\0' 'a' >"$work/www/small.txt"
+
+server_pid=
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true; }
+trap cleanup EXIT
+
+measure() {  # DIR KIND ROUND
+  local dir=$1 kind=$2 round=$3 port url out reqs dump ir
+  port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+  local common=(--set server.ip=127.0.0.1 --set server.port="$port" --set server.thread_num=1
+                --set log.file= --set log.level=WARN --set log.console=false
+                --set event_loop.backend=epoll)
+  local prog
+  if [ "$kind" = plaintext ]; then
+    prog=("$dir/proactor_test" "$work/empty.conf" "${common[@]}" --set server.protocol=http)
+    url=http://127.0.0.1:$port/
+  else
+    prog=("$dir/http_server" "$work/empty.conf" "${common[@]}" --set http.root="$work/www")
+    url=http://127.0.0.1:$port/small.txt
+  fi
+  rm -f "$work"/callgrind.out*
+  LD_PRELOAD=$PWD/$shim valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
+    "${prog[@]}" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 300); do curl -fs -o /dev/null "$url" && break; sleep 0.1; done
+  if ! curl -fs -o /dev/null "$url"; then
+    echo "bench-instructions: $kind server of $dir does not answer 200 (see $work/server.log)" >&2
+    exit 1
+  fi
+  wrk -t1 -c"$CONNS" -d2s "$url" >/dev/null
+  callgrind_control -z "$server_pid" >/dev/null
+  out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$url")
+  callgrind_control -d "$server_pid" >/dev/null
+  reqs=$(awk '/requests in/{print $1}' <<<"$out")
+  sleep 0.5
+  dump=$(ls -t "$work"/callgrind.out.* 2>/dev/null | head -1)
+  ir=$(awk '/^summary:|^totals:/{print $2; exit}' "$dump")
+  kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
+  printf '%-30s %-9s round %s: %8s requests %12s instructions %6s per request\n' \
+    "$dir" "$kind" "$round" "$reqs" "$ir" "$((ir / reqs))"
+}
+
+for kind in $KINDS; do
+  for round in $(seq "$ROUNDS"); do
+    for dir in "${dirs[@]}"; do measure "$dir" "$kind" "$round"; done
+  done
+done
