@@ -6,6 +6,8 @@
 #include "ucp/app/Config.h"
 #include "ucp/app/ServerSections.h"
 #include "ucp/base/Defaults.h"
+#include "ucp/net/InetAddress.h"
+#include "ucp/net/Multicast.h"
 
 namespace ucp::app {
 namespace {
@@ -16,6 +18,36 @@ std::string check_index(std::string_view value) {
     return "\"" + std::string(value) + "\" is not a file name (no '/')";
   }
   return {};
+}
+
+std::string check_multicast_group(std::string_view value) {
+  if (value.empty()) return {};
+  const auto group = InetAddress::parse(std::string(value), 0);
+  if (!group || !is_multicast(*group)) {
+    return "\"" + std::string(value) +
+           "\" is not a multicast address (IPv4 224.0.0.0/4, IPv6 ff00::/8)";
+  }
+  return {};
+}
+
+std::string check_interface(std::string_view value) {
+  if (value.empty() || interface_index(value)) return {};
+  return "\"" + std::string(value) + "\" is neither an address of this host nor an interface name";
+}
+
+// A socket hears a group only when bound to the wildcard address of the group's family, or
+// to the group itself.
+void check_multicast_address(const Config& config, ConfigProblems& problems) {
+  const auto group = InetAddress::parse(config.get<std::string>("server.udp_multicast_group"), 0);
+  const auto ip = InetAddress::parse(config.get<std::string>("server.ip"), 0);
+  if (!group || !ip) return;
+  const std::string wildcard = group->family() == AF_INET6 ? "::" : "0.0.0.0";
+  if (ip->ip() == group->ip() || ip->ip() == wildcard) {
+    return;
+  }
+  problems.fail({"server.ip", "server.udp_multicast_group"},
+                "server.ip must be " + wildcard + " (or the group itself) for udp_echo to hear " +
+                    "the multicast group " + config.get<std::string>("server.udp_multicast_group"));
 }
 
 void check_connection_memory(const Config& config, ConfigProblems& problems) {
@@ -47,6 +79,16 @@ void declare_binary_keys(ConfigSchema& schema) {
   server.size("udp_recv_buffer_bytes", 4194304, 0, 1073741824,
               "bin/proactor_test, protocol = udp_echo: SO_RCVBUF of each socket; 0 = the "
               "kernel's default");
+  server
+      .text("udp_multicast_group", "",
+            "bin/proactor_test, protocol = udp_echo: join this IPv4/IPv6 multicast group and "
+            "echo its datagrams to their senders; empty = none")
+      .check(check_multicast_group);
+  server
+      .text("udp_multicast_interface", "",
+            "with udp_multicast_group: the local address (or interface name) to join on; "
+            "127.0.0.1 works over loopback; empty = the kernel's choice")
+      .check(check_interface);
   auto& http = schema.section("http");
   http.text("root", "www", "bin/http_server: static files, relative to the working directory")
       .non_empty();
@@ -59,6 +101,7 @@ void declare_binary_keys(ConfigSchema& schema) {
   const std::string read_timeout =
       "server.read_timeout_ms=" + std::to_string(defaults::kBinariesReadTimeoutMs);
   schema.set_defaults({read_timeout});
+  schema.check(check_multicast_address);
 }
 
 }  // namespace ucp::app

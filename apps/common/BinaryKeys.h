@@ -8,6 +8,7 @@
 //
 //   [server] protocol = echo | http | udp_echo | websocket     bin/proactor_test
 //   [server] max_request_bytes, udp_recv_buffer_bytes          bin/proactor_test
+//   [server] udp_multicast_group, udp_multicast_interface       bin/proactor_test
 //   [http]   root, index                                       bin/http_server
 //
 // Plus the check that one connection's worst case (server.max_output_bytes + 2 x

@@ -31,8 +31,12 @@ Task<> udp_echo(UdpSocket& socket) {
 }
 
 UdpEchoServer::UdpEchoServer(const ServerOptions& options, uint32_t receive_buffer_bytes,
-                             const LoopOptions& loop_options)
-    : config_(options), udp_recv_buffer_bytes_(receive_buffer_bytes), loop_options_(loop_options) {}
+                             const LoopOptions& loop_options,
+                             std::optional<MulticastGroup> multicast)
+    : config_(options),
+      udp_recv_buffer_bytes_(receive_buffer_bytes),
+      loop_options_(loop_options),
+      multicast_(std::move(multicast)) {}
 
 void raise_udp_echo_buffers(const Config& config, LoopOptions& loop) {
   if (config.get<std::string>("server.protocol") != "udp_echo") return;
@@ -86,12 +90,27 @@ Result<void, Error> UdpEchoServer::bind_all(const InetAddress& address, std::str
     EventLoop& loop = *loops[i];
     std::promise<Result<std::unique_ptr<UdpSocket>>> made;
     auto result = made.get_future();
-    loop.post([&loop, &made, &where, &options] {
+    const MulticastGroup* group = i == 0 && multicast_ ? &*multicast_ : nullptr;
+    std::error_code join_error;
+    loop.post([&loop, &made, &where, &options, group, &join_error] {
       auto socket = UdpSocket::bind(loop, where, options);
+      if (socket && group != nullptr) {
+        if (auto joined = (*socket)->join(*group); !joined) {
+          join_error = joined.error();
+          socket = Unexpected{joined.error()};
+        }
+      }
       if (socket) loop.spawn(udp_echo(**socket));
       made.set_value(std::move(socket));
     });
     auto socket = result.get();
+    if (join_error) {
+      close_all();
+      return Unexpected{Error("cannot join the multicast group " + group->group.ip() +
+                                  (group->interface.empty() ? "" : " on " + group->interface) +
+                                  " (server.udp_multicast_group): " + join_error.message(),
+                              join_error)};
+    }
     if (!socket) {
       close_all();
       if (socket.error() == std::errc::address_in_use) {
@@ -150,8 +169,13 @@ void UdpEchoServer::close_all() noexcept {
 
 std::string UdpEchoServer::describe_loops() const {
   const auto& loops = pool_->loops();
+  std::string group;
+  if (multicast_) {
+    group = ", worker 0 in multicast group " + multicast_->group.ip() + " on " +
+            (multicast_->interface.empty() ? "the kernel's interface" : multicast_->interface);
+  }
   return std::to_string(loops.size()) + " worker(s), one UDP socket each" +
-         (loops.size() > 1 ? " (SO_REUSEPORT)" : "") + ", receive " +
+         (loops.size() > 1 ? " (SO_REUSEPORT)" : "") + group + ", receive " +
          (multishot_ ? "into the loop's receive buffers (batched)" : "one recvmsg at a time") +
          ", SO_RCVBUF " + std::to_string(receive_buffer_bytes_) + " bytes; " +
          loops.front()->describe() + "; " + pool_->describe_placement();

@@ -10,9 +10,14 @@
 // all back in one send_batch() from the same buffers. docs/benchmarks.md has the measurements
 // behind the choice of one socket per worker.
 //
+// With a multicast group (server.udp_multicast_group), worker 0's socket joins it on
+// server.udp_multicast_interface and echoes the group's datagrams to their senders too (one
+// socket joins, so that each datagram is answered once; the others hear unicast only).
+//
 // The main loop only reads signals. Thread contract: as Service (ucp/app/Service.h).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +27,7 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
+#include "ucp/net/Multicast.h"
 #include "ucp/net/TcpServer.h"
 #include "ucp/net/UdpSocket.h"
 
@@ -45,7 +51,8 @@ class UdpEchoServer final : public Service {
  public:
   /// `receive_buffer_bytes`: server.udp_recv_buffer_bytes (0: the kernel's default).
   UdpEchoServer(const ServerOptions& options, uint32_t receive_buffer_bytes,
-                const LoopOptions& loop_options);
+                const LoopOptions& loop_options,
+                std::optional<MulticastGroup> multicast = std::nullopt);
   ~UdpEchoServer() override;
 
   Result<void, Error> start(std::string* warnings) override;
@@ -63,6 +70,7 @@ class UdpEchoServer final : public Service {
   ServerOptions config_;
   uint32_t udp_recv_buffer_bytes_;
   LoopOptions loop_options_;
+  std::optional<MulticastGroup> multicast_;
   std::unique_ptr<EventLoop> main_loop_;
   std::unique_ptr<EventLoopThreadPool> pool_;
   std::vector<std::unique_ptr<UdpSocket>> sockets_;  // sockets_[i] lives on worker i

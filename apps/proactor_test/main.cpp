@@ -19,9 +19,16 @@ int main(int argc, char** argv) {
     const std::string protocol = app.config().get<std::string>("server.protocol");
 
     if (protocol == "udp_echo") {
+      std::optional<ucp::MulticastGroup> multicast;
+      if (const auto group = app.config().get<std::string>("server.udp_multicast_group");
+          !group.empty()) {
+        multicast.emplace();
+        multicast->group = *ucp::InetAddress::parse(group, 0);  // checked when loaded
+        multicast->interface = app.config().get<std::string>("server.udp_multicast_interface");
+      }
       ucp::app::UdpEchoServer server(app.server_options(),
                                      app.config().get<uint32_t>("server.udp_recv_buffer_bytes"),
-                                     app.loop_options());
+                                     app.loop_options(), std::move(multicast));
       return app.serve(server, "udp_echo");
     }
     if (protocol == "http" || protocol == "websocket") {

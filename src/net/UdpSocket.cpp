@@ -160,6 +160,14 @@ Result<std::unique_ptr<UdpSocket>> UdpSocket::create(EventLoop& loop, int family
     return Unexpected{error_from_errno(errno)};
   }
   if (options.receive_buffer_bytes > 0) set_receive_buffer(fd.get(), options.receive_buffer_bytes);
+  // Only the groups this socket joins itself (Multicast.cpp): kernels without the IPv6 option
+  // (before 4.20) refuse it, and there is nothing better to do.
+  const int off = 0;
+  if (family == AF_INET6) {
+    ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_MULTICAST_ALL, &off, sizeof off);
+  } else {
+    ::setsockopt(fd.get(), IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof off);
+  }
   if (local != nullptr && ::bind(fd.get(), local->get(), local->length()) != 0) {
     return Unexpected{error_from_errno(errno)};
   }

@@ -25,6 +25,14 @@
 // to one destination of one size, back to back in a batch (an echo answering a client's burst),
 // share one sendmsg as a UDP_SEGMENT (GSO) send (UdpOptions::segment_sends).
 //
+// Multicast (ucp/net/Multicast.h): join() and leave() a group, any-source or source-specific,
+// on an interface; its datagrams then arrive like any others (through the multishot receive
+// where there is one). A socket hears only the groups it joined itself: Linux would otherwise
+// hand a socket bound to the wildcard address the groups every other socket on the host joined
+// on its port (IP_MULTICAST_ALL, turned off here). Sending to a group: set_multicast_interface,
+// set_multicast_loopback (local receivers hear what this socket sends; on by default),
+// set_multicast_hops (TTL, 1 by default: the local network only).
+//
 // Errors are values. An unconnected socket hears nothing of ICMP errors; a connected one
 // reports e.g. connection_refused once, on a receive, and goes on receiving after it.
 //
@@ -40,6 +48,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
@@ -49,6 +58,7 @@
 #include "ucp/io/detail/MultishotRecvMsg.h"
 #include "ucp/io/detail/Operation.h"
 #include "ucp/net/InetAddress.h"
+#include "ucp/net/Multicast.h"
 
 namespace ucp {
 
@@ -112,6 +122,19 @@ class UdpSocket {
   /// connect(2): the default destination of send() and send_batch() without an address; only
   /// datagrams from `peer` are received from then on.
   Result<void> connect(const InetAddress& peer) noexcept;
+
+  /// Joins `group` (its family must be this socket's): datagrams sent to it on this socket's
+  /// port arrive here once the socket is bound to the wildcard address or to the group. Joining
+  /// a group twice is EADDRINUSE; an interface that does not exist ENODEV or EADDRNOTAVAIL.
+  Result<void> join(const MulticastGroup& group);
+  /// Leaves a group joined with the same membership (group, source, interface).
+  Result<void> leave(const MulticastGroup& group);
+  /// The interface datagrams to a group leave by (see Multicast.h); empty: the kernel's choice.
+  Result<void> set_multicast_interface(std::string_view interface);
+  /// Whether receivers on this host hear the datagrams this socket sends to a group.
+  Result<void> set_multicast_loopback(bool on);
+  /// The TTL (IPv4) or hop limit (IPv6) of datagrams to a group, 0..255.
+  Result<void> set_multicast_hops(int hops);
 
   /// Waits for one datagram and copies it into `buffer`.
   Task<Result<ReceivedFrom>> recv_from(std::span<std::byte> buffer);
