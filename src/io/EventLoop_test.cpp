@@ -475,15 +475,14 @@ bool spin_until(Predicate done) {
 // RingMessage. `value_of(i)` makes value i; `on_failed(value, error)` takes back a value that
 // did not arrive (refused before sending, or failed in the sender's CQE).
 struct MessageBlaster {
-  struct Slot {
-    MessageBlaster* blaster = nullptr;
-    detail::RingMessage message{this, &on_sent};
-    static void on_sent(detail::RingMessage& m, Result<void> delivered) noexcept {
-      auto* slot = static_cast<Slot*>(m.owner());
-      slot->blaster->in_flight--;
-      if (!delivered) slot->blaster->failed(m.value(), delivered.error());
-      slot->blaster->free.push_back(slot);
+  struct Slot : detail::RingMessage {
+    Slot() noexcept : RingMessage(hook<&Slot::on_sent>) {}
+    void on_sent(Result<void> delivered) noexcept {
+      blaster->in_flight--;
+      if (!delivered) blaster->failed(value(), delivered.error());
+      blaster->free.push_back(this);
     }
+    MessageBlaster* blaster = nullptr;
   };
   std::function<int32_t(int)> value_of;
   std::function<void(int32_t, std::error_code)> failed;
@@ -511,7 +510,7 @@ struct MessageBlaster {
       }
       int32_t value = value_of(i);
       Slot* slot = free.back();
-      auto sent = slot->message.send(from, to, value);
+      auto sent = slot->send(from, to, value);
       if (sent) {
         free.pop_back();
         ++in_flight;
@@ -784,15 +783,16 @@ TEST_P(LoopBackends, VectoredSendGathersBuffersIntoOneSend) {
   auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
-  struct Outcome {
+  struct Send : detail::VectoredSend {
+    Send(EventLoop& l, int socket) noexcept : VectoredSend(l, socket, hook<&Send::done>) {}
+    void done(int32_t r) noexcept {
+      res = r;
+      ++calls;
+    }
     int32_t res = -1;
     int calls = 0;
-  } outcome;
-  detail::VectoredSend send(*loop, pair.a.get(), &outcome, [](void* owner, int32_t res) noexcept {
-    auto* o = static_cast<Outcome*>(owner);
-    o->res = res;
-    ++o->calls;
-  });
+  } send(*loop, pair.a.get());
+  const Send& outcome = send;
   std::string received;
   run_task(*loop, [](EventLoop& l, detail::VectoredSend& s, int fd, std::string& got) -> Task<> {
     std::string first = "hello, ", second = "gathered ", third = "world";
@@ -819,9 +819,12 @@ TEST_P(LoopBackends, VectoredSendOnAWritableConnectionMaySendAtOnce) {
   ASSERT_TRUE(loop);
   SocketPair pair;
   detail::LoopAccess::attach(*loop, pair.a.get());
-  int calls = 0;
-  detail::VectoredSend send(*loop, pair.a.get(), &calls,
-                            [](void* owner, int32_t) noexcept { ++*static_cast<int*>(owner); });
+  struct Send : detail::VectoredSend {
+    Send(EventLoop& l, int socket) noexcept : VectoredSend(l, socket, hook<&Send::done>) {}
+    void done(int32_t) noexcept { ++calls; }
+    int calls = 0;
+  } send(*loop, pair.a.get());
+  const int& calls = send.calls;
   std::optional<int32_t> at_once;
   bool started = false;
   std::string received;

@@ -19,7 +19,8 @@ namespace {
 constexpr size_t kFallbackBytes = 4096 - MemoryPool::kHeaderBytes;
 }  // namespace
 
-MultishotRecv::MultishotRecv(EventLoop& loop, int socket_fd) noexcept : loop_(loop) {
+MultishotRecv::MultishotRecv(EventLoop& loop, int socket_fd, OnIdle on_idle) noexcept
+    : loop_(loop), on_idle_(on_idle) {
   receive().code = OpCode::kRecvMultishot;
   receive().fd = socket_fd;
   receive().on_complete = &on_receive;

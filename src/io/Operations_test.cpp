@@ -183,11 +183,13 @@ TEST_P(Operations, MultishotAcceptTakesEveryConnectionUntilCancelled) {
   uint16_t port = 0;
   UniqueFd listener = bound_socket(SOCK_STREAM, port);
   detail::LoopAccess::attach(*loop, listener.get());  // as TcpServer does
-  std::vector<UniqueFd> accepted;
-  detail::MultishotAccept acceptor(*loop, listener.get(), &accepted,
-                                   [](void* owner, int fd) noexcept {
-                                     static_cast<std::vector<UniqueFd>*>(owner)->emplace_back(fd);
-                                   });
+  struct Acceptor : detail::MultishotAccept {
+    Acceptor(EventLoop& l, int listening) noexcept
+        : MultishotAccept(l, listening, hook<&Acceptor::take>) {}
+    void take(int accepted_fd) noexcept { accepted.emplace_back(accepted_fd); }
+    std::vector<UniqueFd> accepted;
+  } acceptor(*loop, listener.get());
+  std::vector<UniqueFd>& accepted = acceptor.accepted;
   Result<void> ended;
   constexpr size_t kClients = 5;
   std::vector<UniqueFd> clients;
@@ -396,14 +398,17 @@ TEST_P(Operations, DatagramsKeepTheirBoundariesAndTheirSource) {
   std::vector<Datagram> got;
   run_task(*loop, [](EventLoop& l, int out, int in, std::vector<Datagram>& received) -> Task<> {
     // One gathering send (sendmsg) of two buffers: one datagram.
-    struct Outcome {
+    struct Send : detail::VectoredSend {
+      Send(EventLoop& loop, int socket) noexcept
+          : VectoredSend(loop, socket, hook<&Send::finished>) {}
+      void finished(int32_t r) noexcept {
+        res = r;
+        done = true;
+      }
       int32_t res = 0;
       bool done = false;
-    } outcome;
-    detail::VectoredSend send(l, out, &outcome, [](void* o, int32_t res) noexcept {
-      static_cast<Outcome*>(o)->res = res;
-      static_cast<Outcome*>(o)->done = true;
-    });
+    } send(l, out);
+    Send& outcome = send;
     std::string first = "data", second = "gram";
     iovec pieces[2] = {{first.data(), first.size()}, {second.data(), second.size()}};
     EXPECT_TRUE(send.start(pieces));

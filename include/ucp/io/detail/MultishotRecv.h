@@ -15,7 +15,9 @@
 //   is served by one ordinary receive into a pool block instead of spinning; the next wait
 //   resumes the multishot receive.
 //
-// The owner must not destroy the stream while busy(); stop() ends it and `on_idle` says when.
+// The owner must not destroy the stream while busy(); stop() ends it and `on_idle` says when
+// (the owner holds the stream as a base and makes on_idle with hook<&Owner::f>,
+// ucp/base/Hook.h).
 //
 // Thread contract: the owning loop's thread only.
 
@@ -40,8 +42,10 @@ namespace ucp::detail {
 class MultishotRecv : private Operation {
  public:
   static constexpr size_t kMaxQueued = 8;
+  /// Runs whenever the stream's last operation in flight has completed.
+  using OnIdle = void (*)(MultishotRecv& self) noexcept;
 
-  MultishotRecv(EventLoop& loop, int socket_fd) noexcept;
+  MultishotRecv(EventLoop& loop, int socket_fd, OnIdle on_idle = nullptr) noexcept;
   MultishotRecv(const MultishotRecv&) = delete;
   MultishotRecv& operator=(const MultishotRecv&) = delete;
   /// Gives back every buffer still queued. Requires !busy().
@@ -74,15 +78,10 @@ class MultishotRecv : private Operation {
   /// Hands the oldest queued chunk over without copying. Requires has_data().
   BufferLease lend_front() noexcept;
 
-  /// `on_idle(owner)` runs whenever the stream's last operation in flight has completed.
-  void set_on_idle(void* owner, void (*on_idle)(void*) noexcept) noexcept {
-    owner_ = owner;
-    on_idle_ = on_idle;
-  }
-  /// Runs that callback now: for an owner that reads without the stream too (single-shot
-  /// reads on a loop without receive buffers) and reports their end the same way.
-  void notify_idle() const noexcept {
-    if (on_idle_) on_idle_(owner_);
+  /// Runs on_idle now: for an owner that reads without the stream too (single-shot reads on a
+  /// loop without receive buffers) and reports their end the same way.
+  void notify_idle() noexcept {
+    if (on_idle_) on_idle_(*this);
   }
 
  private:
@@ -132,8 +131,7 @@ class MultishotRecv : private Operation {
   uint32_t head_ = 0;  // 32 bits: the queue names loop buffers, never billions of them
   uint32_t queued_ = 0;
   std::coroutine_handle<> waiter_;
-  void* owner_ = nullptr;
-  void (*on_idle_)(void*) noexcept = nullptr;
+  OnIdle on_idle_;
   uint64_t pauses_ = 0;
   int32_t error_ = 0;
   State state_ = State::kIdle;
