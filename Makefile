@@ -15,7 +15,8 @@ deps:
 
 # What the tests use besides the build: curl (HTTP clients in the integration tests), clang
 # and its runtime libraries (libFuzzer), haproxy (deploy/haproxy.cfg in Balancer_test), promtool
-# (Debian's prometheus package: Registry_test checks the metrics exposition with it), Boost
+# (Debian's prometheus package: Registry_test checks the metrics exposition with it),
+# nlohmann/json (Json_test: the optional JSON helpers of ucp/http/Json.h), Boost
 # (the Beast WebSocket client) and Node's ws (npm, into build/npm) for the WebSocket interop tests.
 test-deps:
 	@scripts/install-deps.sh core test interop

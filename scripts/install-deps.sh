@@ -17,7 +17,8 @@ packages_for() {
     build) echo "cmake g++ make pkg-config liburing-dev libfmt-dev node-llhttp zlib1g-dev libssl-dev" ;;
     core) echo "$(packages_for build) python3 libgtest-dev libgmock-dev openssl" ;;
     runtime) echo "liburing2 libfmt9 zlib1g libssl3" ;;
-    test) echo "curl clang libclang-rt-14-dev haproxy prometheus wrk" ;;  # prometheus: promtool
+    # prometheus: promtool; nlohmann-json3-dev: Json_test (ucp/http/Json.h is optional, header only)
+    test) echo "curl clang libclang-rt-14-dev haproxy prometheus wrk nlohmann-json3-dev" ;;
     interop) echo "libboost-dev" ;;  # + nodejs, npm and ws below
     bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light libnginx-mod-stream haproxy gnuplot-nox linux-perf python3 fio bc" ;;
     memcheck) echo "valgrind" ;;

@@ -7,12 +7,12 @@
 
 #include "ucp/app/Application.h"
 #include "ucp/http/HttpServer.h"
+#include "ucp/http/StaticFiles.h"
 #include "ucp/ws/Accept.h"
 #include "ucp/ws/WebSocket.h"
 
 #include "BinaryKeys.h"
 #include "Metrics.h"
-#include "StaticFiles.h"
 
 int main(int argc, char** argv) {
   using ucp::http::Request;
@@ -22,10 +22,13 @@ int main(int argc, char** argv) {
     ucp::app::declare_binary_keys(app.schema());
     if (auto exit_code = app.setup(argc, argv)) return *exit_code;
 
-    std::string error;
-    const ucp::app::StaticFiles files(app.config().get<std::string>("http.root"),
-                                      app.config().get<std::string>("http.index"), error);
-    if (!error.empty()) return app.usage_error(error);
+    const auto root = app.config().get<std::string>("http.root");
+    auto files =
+        ucp::http::StaticFiles::open(root, {.index = app.config().get<std::string>("http.index")});
+    if (!files) {
+      return app.usage_error("http.root '" + root + "': " + files.error().code.message() +
+                             " (create the directory, or set http.root)");
+    }
 
     ucp::http::HttpServer server(app.server_options(), app.loop_options(), app.http_options());
     auto& router = server.router();
@@ -54,9 +57,7 @@ int main(int argc, char** argv) {
                    if (!co_await ws.send(message->kind, message->data)) break;
                  }
                }));
-    router.get("/*", [&files](Request& request, Response& response) {
-      return files.handle(request, response);
-    });
+    files->mount(router, "/");
     // One line per request at DEBUG (log.level = DEBUG to see them).
     server.use(ucp::http::access_log(ucp::LogLevel::kDebug));
     return app.serve(server, "http");

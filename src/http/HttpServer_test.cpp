@@ -25,6 +25,7 @@
 #include "Backends.h"
 #include "ErrorText.h"
 #include "HttpClient.h"
+#include "HttpTestServer.h"
 #include "LoopbackClient.h"
 
 namespace ucp::http {
@@ -37,40 +38,7 @@ using test::send_text;
 
 constexpr std::string_view kGet = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n";
 
-/// An HttpServer on 127.0.0.1:<free port>, running on a thread of its own.
-class TestServer {
- public:
-  explicit TestServer(const std::function<void(HttpServer&)>& configure, HttpOptions http = {},
-                      uint64_t max_output_bytes = 4 << 20) {
-    ::signal(SIGPIPE, SIG_IGN);
-    ServerOptions options;
-    options.ip = "127.0.0.1";
-    options.port = 0;
-    options.thread_num = 1;
-    options.shutdown_timeout_ms = 2000;
-    options.max_output_bytes = max_output_bytes;
-    LoopOptions loop;
-    loop.backend = test::backend_under_test();
-    loop.ring_entries = 256;
-    loop.provided_buffers_count = 64;  // small: bodies run the ring dry
-    loop.provided_buffer_size = 4096;
-    server_ = std::make_unique<HttpServer>(options, loop, http);
-    configure(*server_);
-    const std::string error = test::error_text(server_->start());
-    EXPECT_EQ(error, "");
-    thread_ = std::thread([this] { server_->run(); });
-  }
-  ~TestServer() {
-    server_->stop();
-    thread_.join();
-  }
-  uint16_t port() const { return server_->local_address().port(); }
-  HttpServer& server() { return *server_; }
-
- private:
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
-};
+using TestServer = test::HttpTestServer;
 
 void hello_routes(HttpServer& server) {
   server.router().get("/hello", [](Request&, Response& res) -> Task<> {
@@ -97,13 +65,7 @@ void hello_routes(HttpServer& server) {
   });
 }
 
-/// Sends `request` on `fd` and reads one response (bounded).
-test::HttpReply ask(int fd, std::string_view request, std::string& pending, bool head = false) {
-  EXPECT_TRUE(send_text(fd, request));
-  auto reply = read_response(fd, pending, 5000, head);
-  EXPECT_TRUE(reply) << reply.error().message();
-  return reply ? *reply : test::HttpReply{};
-}
+using test::ask;
 
 bool closed_by_server(int fd, int64_t timeout_ms = 5000) {
   return static_cast<bool>(test::drain_until_closed(fd, timeout_ms));

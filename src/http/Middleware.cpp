@@ -1,9 +1,6 @@
 // The middleware chain: each stage gets a Next that runs the following one, and the last runs
-// the route's handler, or answers 404/405 when no route matched.
-
-#include <chrono>
-
-#include "ucp/log/Logger.h"
+// the route's handler, or answers 404/405 when no route matched. (The library's middleware
+// are in files of their own: AccessLog.cpp, RequestId.cpp, Cors.cpp, Compression.cpp.)
 
 #include "ServerCore.h"
 
@@ -35,22 +32,6 @@ Task<> Next::operator()() {
   }
   if (handler_ != nullptr) return (*handler_)(request_, response_);
   return detail::not_routed(response_, allowed_);
-}
-
-Middleware access_log(LogLevel level) {
-  return [level](Request& request, Response& response, Next next) -> Task<> {
-    if (!Logger::enabled(level)) {  // no clock read while the level is off
-      co_await next();
-      co_return;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    co_await next();
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-    UCP_LOG_AT(level, "{} {} {} {} {}us", request.peer() ? request.peer()->to_string() : "-",
-               request.method_name(), request.target(), response.status(), micros);
-  };
 }
 
 }  // namespace ucp::http

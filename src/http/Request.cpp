@@ -1,6 +1,9 @@
 #include "ucp/http/Request.h"
 
 #include <array>
+#include <cstring>
+
+#include "ucp/http/Url.h"
 
 namespace ucp::http {
 namespace {
@@ -54,6 +57,26 @@ std::string_view Request::param(std::string_view name) const noexcept {
     if (params_[i].name == name) return params_[i].value;
   }
   return {};
+}
+
+std::optional<std::string> Request::decoded_param(std::string_view name) const {
+  std::string decoded;
+  if (!percent_decode(param(name), decoded)) return std::nullopt;
+  return decoded;
+}
+
+std::optional<std::string_view> Request::find_param(std::string_view name) const noexcept {
+  for (uint32_t i = 0; i < param_count_; ++i) {
+    if (params_[i].name == name) return params_[i].value;
+  }
+  return std::nullopt;
+}
+
+bool Request::set_id(std::string_view id) noexcept {
+  if (id.size() > kMaxIdBytes) return false;
+  if (!id.empty()) std::memcpy(id_, id.data(), id.size());
+  id_size_ = static_cast<uint32_t>(id.size());
+  return true;
 }
 
 }  // namespace ucp::http

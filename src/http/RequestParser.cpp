@@ -369,7 +369,7 @@ int RequestParser::on_message_begin(llhttp_t* parser) noexcept {
   RequestParser& p = self(parser);
   Request& r = p.request_;
   r.target_ = r.path_ = r.query_ = r.host_ = r.body_ = {};
-  r.header_count_ = r.trailer_count_ = r.param_count_ = 0;
+  r.header_count_ = r.trailer_count_ = r.param_count_ = r.id_size_ = 0;
   p.open_ = Token::kNone;
   p.line_bytes_ = p.header_bytes_ = p.trailer_bytes_ = p.extension_bytes_ = 0;
   p.body_bytes_ = p.framing_bytes_ = 0;

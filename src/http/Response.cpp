@@ -2,19 +2,28 @@
 
 #include <array>
 #include <cstring>
-#include <stdexcept>
+#include <utility>
+
+#include "ucp/http/Status.h"
+
+#include "ResponseEncoder.h"
+#include "TokenList.h"
 
 namespace ucp::http {
 
-std::string_view Response::copy(std::string_view text) {
+std::optional<std::string_view> Response::copy(std::string_view text) noexcept {
   if (text.size() <= kArenaBytes - arena_used_) {
     char* at = arena_ + arena_used_;
     if (!text.empty()) std::memcpy(at, text.data(), text.size());
     arena_used_ += text.size();
-    return {at, text.size()};
+    return std::string_view(at, text.size());
   }
-  overflow_.emplace_front(text);  // a node per string: earlier views stay valid
-  return overflow_.front();
+  try {
+    overflow_.emplace_front(text);  // a node per string: earlier views stay valid
+  } catch (const std::bad_alloc&) {
+    return std::nullopt;
+  }
+  return std::string_view(overflow_.front());
 }
 
 namespace {
@@ -29,48 +38,107 @@ constexpr auto kTokenChars = [] {
   return table;
 }();
 
-bool token_char(char c) noexcept { return kTokenChars[static_cast<unsigned char>(c)]; }
+// What a header value may not hold: a CR or LF from application data would let it write
+// headers of its own (response splitting), a NUL ends it for some readers.
+constexpr auto kValueStops = [] {
+  std::array<bool, 256> table{};
+  table['\r'] = table['\n'] = table['\0'] = true;
+  return table;
+}();
+
+bool valid_name(std::string_view name) noexcept {
+  bool ok = !name.empty();
+  for (const char c : name) ok &= kTokenChars[static_cast<unsigned char>(c)];
+  return ok;
+}
+
+bool valid_value(std::string_view value) noexcept {
+  bool stop = false;
+  for (const char c : value) stop |= kValueStops[static_cast<unsigned char>(c)];
+  return !stop;
+}
 
 }  // namespace
 
-void Response::add_header(std::string_view name, std::string_view value) {
-  // A CR or LF from application data would let it write headers of its own (response
-  // splitting): refuse rather than send it.
-  if (name.empty()) throw std::invalid_argument("empty header name");
-  for (const char c : name) {
-    if (!token_char(c)) throw std::invalid_argument("header name is not a token");
-  }
-  for (const char c : value) {
-    if (c == '\r' || c == '\n' || c == '\0') {
-      throw std::invalid_argument("CR, LF or NUL in a header value");
-    }
-  }
+bool Response::add_header(std::string_view name, std::string_view value) noexcept {
+  if (!valid_name(name) || !valid_value(value)) return false;
   // The fields the server writes itself, told apart by length first.
+  bool date = false;
+  bool server = false;
   switch (name.size()) {
     case 4:
-      if (iequals(name, "date")) custom_date_ = true;
+      date = iequals(name, "date");
       break;
     case 6:
-      if (iequals(name, "server")) custom_server_ = true;
+      server = iequals(name, "server");
       break;
     case 10:
       if (iequals(name, "connection")) {
         if (iequals(value, "close")) close_ = true;
-        return;
+        return true;
       }
       break;
     case 14:
-      if (iequals(name, "content-length")) return;
+      if (iequals(name, "content-length")) return true;
       break;
     case 17:
-      if (iequals(name, "transfer-encoding")) return;
+      if (iequals(name, "transfer-encoding")) return true;
       break;
     default:
       break;
   }
-  if (header_count_ == kMaxHeaders) throw std::length_error("more than Response::kMaxHeaders");
-  ::new (&fields()[header_count_]) Header{copy(name), copy(value)};
+  if (header_count_ == kMaxHeaders) return false;
+  Header* field = &fields()[header_count_];
+  const size_t size = name.size() + value.size();
+  if (size <= kArenaBytes - arena_used_) {
+    // The usual case: both into the inline arena, side by side.
+    char* at = arena_ + arena_used_;
+    std::memcpy(at, name.data(), name.size());
+    if (!value.empty()) std::memcpy(at + name.size(), value.data(), value.size());
+    arena_used_ += size;
+    ::new (field) Header{{at, name.size()}, {at + name.size(), value.size()}};
+  } else {
+    const auto stored_name = copy(name);
+    const auto stored_value = stored_name ? copy(value) : std::nullopt;
+    if (!stored_value) return false;
+    ::new (field) Header{*stored_name, *stored_value};
+  }
   ++header_count_;
+  custom_date_ = custom_date_ || date;
+  custom_server_ = custom_server_ || server;
+  return true;
+}
+
+bool Response::set_header(std::string_view name, std::string_view value) noexcept {
+  Header* all = fields();
+  for (uint32_t i = 0; i < header_count_; ++i) {
+    if (!iequals(all[i].name, name)) continue;
+    if (!valid_value(value)) return false;
+    const auto stored = copy(value);
+    if (!stored) return false;
+    all[i].value = *stored;
+    // Later fields of the same name go: one value remains.
+    uint32_t kept = i + 1;
+    for (uint32_t j = i + 1; j < header_count_; ++j) {
+      if (!iequals(all[j].name, name)) all[kept++] = all[j];
+    }
+    header_count_ = kept;
+    return true;
+  }
+  return add_header(name, value);
+}
+
+size_t Response::remove_header(std::string_view name) noexcept {
+  Header* all = fields();
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < header_count_; ++i) {
+    if (!iequals(all[i].name, name)) all[kept++] = all[i];
+  }
+  const size_t removed = header_count_ - kept;
+  header_count_ = kept;
+  if (removed > 0 && iequals(name, "date")) custom_date_ = false;
+  if (removed > 0 && iequals(name, "server")) custom_server_ = false;
+  return removed;
 }
 
 std::string_view Response::header(std::string_view name) const noexcept {
@@ -106,6 +174,58 @@ std::string_view Response::body() const noexcept {
     default:
       return {};
   }
+}
+
+bool Response::add_vary(std::string_view field) noexcept {
+  const std::string_view vary = header("vary");
+  if (vary.empty()) return add_header("Vary", field);
+  if (detail::has_element(vary, field) || detail::has_element(vary, "*")) return true;
+  try {
+    std::string list;
+    list.reserve(vary.size() + 2 + field.size());
+    list.append(vary).append(", ").append(field);
+    return set_header("Vary", list);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+void Response::content(std::string body, std::string_view content_type, int status) noexcept {
+  status_ = status;
+  owned_ = std::move(body);
+  body_kind_ = BodyKind::kOwned;
+  if (!set_content_type(content_type)) status_ = 500;
+}
+
+void Response::text(std::string body, int status) noexcept {
+  content(std::move(body), "text/plain; charset=utf-8", status);
+}
+
+void Response::html(std::string body, int status) noexcept {
+  content(std::move(body), "text/html; charset=utf-8", status);
+}
+
+void Response::redirect(std::string_view location, int status) noexcept {
+  const bool redirecting =
+      status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+  status_ = redirecting ? status : 302;
+  set_body(detail::reason_line(status_));
+  if (!set_header("Location", location) || !set_content_type("text/plain; charset=utf-8")) {
+    remove_header("Location");
+    reply(500);
+  }
+}
+
+void Response::reply(int status) noexcept {
+  status_ = status;
+  if (status_has_no_body(status)) {
+    body_kind_ = BodyKind::kNone;
+    return;
+  }
+  // The phrase and a newline, static text: no allocation.
+  const std::string_view line = detail::reason_line(status);
+  set_body(line.empty() ? std::string_view("\n") : line);
+  (void)set_content_type("text/plain; charset=utf-8");
 }
 
 void Response::switch_protocols(UpgradeHandler handler, UpgradeKeep keep) noexcept {

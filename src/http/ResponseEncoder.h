@@ -79,4 +79,8 @@ void encode_head(const HeadFields& head, OutBuffer& out);
 /// A status the server can send: three digits. Anything else is sent as 500.
 constexpr bool valid_status(int status) noexcept { return status >= 100 && status <= 999; }
 
+/// reason_phrase(status) and a newline ("Not Found\n"), static text: the body of the answers
+/// the server makes itself and of Response::reply(); "" for a code without a phrase.
+std::string_view reason_line(int status) noexcept;
+
 }  // namespace ucp::http::detail

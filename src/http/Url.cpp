@@ -71,6 +71,26 @@ bool percent_decode(std::string_view text, std::string& out) {
   return true;
 }
 
+void form_decode(std::string_view text, std::string& out) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '+') {
+      out.push_back(' ');
+      continue;
+    }
+    if (c == '%' && i + 2 < text.size()) {
+      const int high = hex_value(text[i + 1]);
+      const int low = hex_value(text[i + 2]);
+      if (high >= 0 && low >= 0) {
+        out.push_back(static_cast<char>(high * 16 + low));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(c);
+  }
+}
+
 bool normalize_path(std::string_view path, std::string& out) {
   out.clear();
   if (path.empty() || path.front() != '/') return false;

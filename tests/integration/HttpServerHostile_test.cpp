@@ -21,6 +21,7 @@
 #include "BackendProbe.h"
 #include "HttpClient.h"
 #include "LoopbackClient.h"
+#include "ScratchDir.h"
 #include "ServerProcess.h"
 #include "WsRawClient.h"
 
@@ -31,30 +32,9 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 /// A scratch document root, removed at the end.
-class Root {
+class Root : public test::ScratchDir {
  public:
-  Root() {
-    char name[] = "/tmp/ucp-hostile-www-XXXXXX";
-    dir_ = ::mkdtemp(name);
-  }
-  ~Root() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  const std::string& path() const { return dir_; }
-  void write(const std::string& relative, const std::string& text) const {
-    fs::create_directories(fs::path(dir_ + "/" + relative).parent_path());
-    std::ofstream(dir_ + "/" + relative, std::ios::binary | std::ios::trunc) << text;
-  }
-  /// Rewrites the file in place (same inode), as an editor that truncates does.
-  void rewrite(const std::string& relative, const std::string& text) const {
-    std::fstream out(dir_ + "/" + relative,
-                     std::ios::binary | std::ios::in | std::ios::out | std::ios::trunc);
-    out << text;
-  }
-
- private:
-  std::string dir_;
+  Root() : ScratchDir("ucp-hostile-www") {}
 };
 
 /// The server's open descriptors, and how many of them name a deleted file.

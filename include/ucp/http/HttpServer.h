@@ -35,12 +35,12 @@
 #include <vector>
 
 #include "ucp/base/Defaults.h"
-#include "ucp/base/UniqueFunction.h"
 #include "ucp/coro/Task.h"
+#include "ucp/http/AccessLog.h"
+#include "ucp/http/Middleware.h"
 #include "ucp/http/Request.h"
 #include "ucp/http/Response.h"
 #include "ucp/http/Router.h"
-#include "ucp/log/Logger.h"
 #include "ucp/net/TcpServer.h"
 
 namespace ucp::http {
@@ -62,11 +62,9 @@ struct HttpOptions {
   std::string server_name = "ucp";    // Server header; empty = none
 };
 
-class Next;
-
-/// Middleware: runs around the rest of the chain (and the handler). Call `co_await next()`
-/// to go on, or answer the request itself without calling it.
-using Middleware = UniqueFunction<Task<>(Request&, Response&, Next)>;
+namespace detail {
+struct ServerCore;
+}  // namespace detail
 
 /// Per-worker counters (a snapshot; each worker writes only its own, without locks).
 struct WorkerStats {
@@ -79,40 +77,6 @@ struct WorkerStats {
   uint64_t bytes_received = 0;
   uint64_t bytes_sent = 0;
 };
-
-namespace detail {
-class Connection;
-struct ServerCore;
-}  // namespace detail
-
-/// The rest of the middleware chain, as handed to a middleware.
-class Next {
- public:
-  /// Runs the next middleware, or the route's handler (404/405 when there is none).
-  Task<> operator()();
-
- private:
-  friend class detail::Connection;
-  friend struct detail::ServerCore;
-  Next(detail::ServerCore& core, size_t index, Request& request, Response& response,
-       Handler* handler, uint16_t allowed) noexcept
-      : core_(core),
-        index_(index),
-        request_(request),
-        response_(response),
-        handler_(handler),
-        allowed_(allowed) {}
-  detail::ServerCore& core_;
-  size_t index_;
-  Request& request_;
-  Response& response_;
-  Handler* handler_;
-  uint16_t allowed_;
-};
-
-/// A middleware that logs one line per request at `level`: peer, method, target, status,
-/// duration. While `level` is disabled it costs a frame and a clock read per request.
-Middleware access_log(LogLevel level = LogLevel::kInfo);
 
 class HttpServer {
  public:

@@ -14,7 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace ucp {
@@ -92,6 +94,22 @@ class Request {
   /// A `{name}` route parameter (still percent-encoded), or "" when the route has none by
   /// that name. A trailing `*` in the pattern is param("*").
   std::string_view param(std::string_view name) const noexcept;
+  /// The parameter percent-decoded ("/chat/my%20room": "my room"; a '+' stays a '+', as
+  /// paths have it), or nullopt when its escapes are malformed ("%zz") or decode to NUL.
+  /// "" when the route has no such parameter.
+  std::optional<std::string> decoded_param(std::string_view name) const;
+  /// The parameter, or nullopt when the matched route has none by that name (a trailing `*`
+  /// is "*"): an empty parameter and an absent one told apart.
+  std::optional<std::string_view> find_param(std::string_view name) const noexcept;
+  bool has_param(std::string_view name) const noexcept { return find_param(name).has_value(); }
+
+  /// The request's id (the request_id() middleware sets it: taken from the request's
+  /// X-Request-Id or generated), or "" without that middleware. Valid as long as the request.
+  std::string_view id() const noexcept { return {id_, id_size_}; }
+  /// Longest id set_id() keeps.
+  static constexpr size_t kMaxIdBytes = 64;
+  /// Sets the id (copied); false, and the id unchanged, when it is longer than kMaxIdBytes.
+  bool set_id(std::string_view id) noexcept;
   /// The peer's address, or null outside a connection (tests).
   const InetAddress* peer() const noexcept { return peer_; }
 
@@ -114,10 +132,12 @@ class Request {
   uint32_t header_count_ = 0;
   uint32_t trailer_count_ = 0;
   uint32_t param_count_ = 0;
+  uint32_t id_size_ = 0;
   Method method_ = Method::kGet;
   uint8_t version_minor_ = 1;
   bool keep_alive_ = true;
   Param params_[kMaxParams];
+  char id_[kMaxIdBytes];
   // Headers, then trailers. Raw storage: a request starts with none, and clearing 3 KiB for
   // every request would cost more than parsing a small one.
   alignas(Header) std::byte field_storage_[sizeof(Header) * kMaxHeaders];

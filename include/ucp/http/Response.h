@@ -26,12 +26,14 @@
 //   });
 //
 // Header names and values are copied into the response (a small inline arena first, so
-// the usual few headers cost no allocation). Thread contract: the connection's loop thread.
+// the usual few headers cost no allocation). Nothing here throws: a header that cannot be
+// added is refused with `false`. Thread contract: the connection's loop thread.
 
 #include <cstddef>
 #include <cstdint>
 #include <forward_list>
 #include <new>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -82,16 +84,50 @@ class Response {
   void set_status(int status) noexcept { status_ = status; }
   int status() const noexcept { return status_; }
 
-  /// Adds a header field (copied). Throws std::invalid_argument for a name that is not a
-  /// token or a value with CR, LF or NUL (response splitting). The server writes Content-Length,
-  /// Transfer-Encoding and Connection itself: those given here are ignored, except "Connection:
-  /// close", which closes the connection after this response. A Date or Server given here replaces
-  /// the server's own. Throws std::length_error past kMaxHeaders.
-  void add_header(std::string_view name, std::string_view value);
-  void set_content_type(std::string_view type) { add_header("Content-Type", type); }
+  /// Adds a header field (copied). Refused, returning false with nothing added: a name that
+  /// is not a token, a value with CR, LF or NUL (response splitting), more than kMaxHeaders
+  /// fields, no memory for the copy. The server writes Content-Length, Transfer-Encoding and
+  /// Connection itself: those given here are ignored (true), except "Connection: close",
+  /// which closes the connection after this response. A Date or Server given here replaces
+  /// the server's own.
+  bool add_header(std::string_view name, std::string_view value) noexcept;
+  /// Replaces the value of the header named `name` (every field of that name goes, one
+  /// takes its place), or adds it; false as add_header().
+  bool set_header(std::string_view name, std::string_view value) noexcept;
+  /// Removes every header named `name` (ASCII case-insensitive); how many went.
+  size_t remove_header(std::string_view name) noexcept;
+  /// Adds `field` to the Vary header (created if absent) unless it lists it already: a
+  /// response chosen by that request header (Origin, Accept-Encoding) says so to caches.
+  bool add_vary(std::string_view field) noexcept;
+  /// set_header("Content-Type", type).
+  bool set_content_type(std::string_view type) noexcept { return set_header("Content-Type", type); }
   std::span<const Header> headers() const noexcept { return {fields(), header_count_}; }
   /// The value of the first header named `name` that was added, or "".
   std::string_view header(std::string_view name) const noexcept;
+
+  // One-call answers: status, Content-Type and an owned body in one statement.
+  //
+  //   co_return res.text("pong\n");
+  //   co_return res.reply(404);                      // 404, "Not Found\n"
+  //   co_return res.redirect("/login", 303);
+  //
+  // JSON: ucp/http/Json.h (http::json(res, value)); a file with its validators, conditional
+  // requests and ranges: ucp/http/StaticFiles.h (http::send_file).
+
+  /// `status` with `body` as text/plain; charset=utf-8.
+  void text(std::string body, int status = 200) noexcept;
+  /// `status` with `body` as text/html; charset=utf-8.
+  void html(std::string body, int status = 200) noexcept;
+  /// `status` with `body` and `content_type`.
+  void content(std::string body, std::string_view content_type, int status = 200) noexcept;
+  /// A redirect (301, 302, 303, 307 or 308; any other status becomes 302) to `location`,
+  /// which is sent as given (a URL or a path: encode what came from a request,
+  /// ucp/http/Url.h), with a short text body. A location with CR, LF or NUL is refused:
+  /// the answer is then a 500.
+  void redirect(std::string_view location, int status = 302) noexcept;
+  /// `status` with its reason phrase as a text/plain body ("Not Found\n"); for a status
+  /// without a body (204, 304) no body.
+  void reply(int status) noexcept;
 
   /// A body in memory the response does not own: it must stay valid until the handler has
   /// returned and the response is sent (static text, or bytes of the request).
@@ -116,6 +152,8 @@ class Response {
   /// For a stream of known length, before the first write(): sent as Content-Length
   /// instead of chunked encoding.
   void set_content_length(uint64_t length) noexcept { stream_length_ = length; }
+  /// The body bytes write() has sent so far.
+  uint64_t bytes_streamed() const noexcept { return stream_sent_; }
   /// The head has gone out (a stream has started): status and headers are fixed.
   bool head_sent() const noexcept { return head_sent_; }
   /// "Connection: close" was added.
@@ -137,7 +175,8 @@ class Response {
 
  private:
   friend class detail::Connection;
-  std::string_view copy(std::string_view text);
+  /// `text` copied into the arena (or an overflow node); nullopt without memory.
+  std::optional<std::string_view> copy(std::string_view text) noexcept;
 
   static constexpr size_t kArenaBytes = 768;
   static constexpr uint64_t kUnknownLength = ~uint64_t{0};

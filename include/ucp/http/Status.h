@@ -5,7 +5,9 @@
 
 namespace ucp::http {
 
-/// The reason phrase of `status` ("OK", "Not Found"), or "Unknown" for a code without one.
+/// The reason phrase of `status` as the IANA registry names it ("OK", "Upgrade Required"), or
+/// "" for a code it does not name (the status line then ends after the code and its space,
+/// which RFC 9112 §4 allows: clients ignore the phrase).
 std::string_view reason_phrase(int status) noexcept;
 
 /// Whether a response with `status` never carries content (1xx, 204, 304: RFC 9110 §6.4.1).

@@ -11,6 +11,11 @@ namespace ucp::http {
 /// escape or one that decodes to NUL.
 bool percent_decode(std::string_view text, std::string& out);
 
+/// Appends one application/x-www-form-urlencoded component (a query's name or value) to
+/// `out`, decoded as browsers encode it: '+' is a space, a valid %XX escape is its byte (NUL
+/// included), anything else (a malformed escape too) stays as it is. Never fails.
+void form_decode(std::string_view text, std::string& out);
+
 /// Normalises an absolute path ("/a/./b/../c" -> "/a/c"): removes "." and ".." segments
 /// (RFC 3986 §5.2.4) and empty ones ("//"), keeping a trailing '/'. False when the path
 /// does not start with '/' or a ".." would climb above the root.
