@@ -132,11 +132,11 @@ Task<> ServerCore::serve_http(TcpConnection& tcp, std::unique_ptr<Upgrade>& upgr
 }
 
 Connection::Connection(ServerCore& core, TcpConnection& tcp) noexcept
-    : core_(core),
+    : TimerNode(hook<&Connection::on_read_timer>),
+      core_(core),
       tcp_(tcp),
-      slot_(core.slot_for(tcp.loop())),
-      read_timer_(tcp.loop(), this, &on_read_timer) {
-  // Every read deadline is the layer's own (read_timer_); the write deadline is the
+      slot_(core.slot_for(tcp.loop())) {
+  // Every read deadline is the layer's own (the timer base); the write deadline is the
   // connection's: a client that stops reading its answers is cut off.
   tcp.set_write_timeout_ms(core.options.send_timeout_ms);
   WorkerSlot::add(slot_->connections_open, 1);
@@ -184,13 +184,20 @@ void Connection::arm_read_timer() noexcept {
     waiting_ = Waiting::kBody;
     ms = o.body_timeout_ms;
   }
-  read_timer_.start(ms);
+  start_read_timer(ms);
 }
 
-void Connection::on_read_timer(void* self) noexcept {
-  auto& c = *static_cast<Connection*>(self);
-  c.read_timed_out_ = true;
-  c.tcp_.stop_reading();  // the pending receive() ends with operation_canceled
+void Connection::start_read_timer(uint32_t ms) noexcept {
+  if (ms == 0) {
+    cancel_read_timer();
+  } else {
+    tcp_.loop().add_timer(*this, tcp_.loop().now() + std::chrono::milliseconds(ms));
+  }
+}
+
+void Connection::on_read_timer() noexcept {
+  read_timed_out_ = true;
+  tcp_.stop_reading();  // the pending receive() ends with operation_canceled
 }
 
 Task<> Connection::read_failed(std::error_code error) {
@@ -209,12 +216,12 @@ Task<> Connection::linger() {
   session_.reset();
   tcp_.shutdown_write();  // FIN after the queued answers
   waiting_ = Waiting::kLinger;
-  read_timer_.start(core_.options.linger_timeout_ms);
+  start_read_timer(core_.options.linger_timeout_ms);
   for (;;) {
     auto data = co_await tcp_.receive();
     if (!data || data->empty()) break;  // what arrives before the FIN is dropped
   }
-  read_timer_.cancel();
+  cancel_read_timer();
 }
 
 // ---- requests ----
@@ -244,7 +251,7 @@ Task<Connection::Outcome> Connection::process(BufferLease data) {
       // The rest of this read belongs to the new protocol, and so does the connection.
       upgrade_->received = std::move(data);
       upgrade_->received.consume(static_cast<size_t>(input.data() - upgrade_->received.chars()));
-      read_timer_.cancel();
+      cancel_read_timer();
       session_.reset();
       co_return Outcome::kUpgrade;
     }

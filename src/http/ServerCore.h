@@ -30,45 +30,6 @@ constexpr size_t kSmallFileBytes = 16 * 1024;
 /// methods, else 404 (Middleware.cpp).
 Task<> not_routed(Response& response, Router::MethodSet allowed);
 
-/// A one-shot timer for a connection, on the loop's timer heap. Fires on the loop thread after
-/// the completions of an iteration: the callback must not resume coroutines inline
-/// (TcpConnection::stop_reading schedules, which is fine).
-class Timer {
- public:
-  using OnFire = void (*)(void* owner) noexcept;
-  Timer(EventLoop& loop, void* owner, OnFire on_fire) noexcept : loop_(loop) {
-    node_.owner = owner;
-    node_.on_fire = on_fire;
-    node_.set_callback(&fire);
-  }
-  Timer(const Timer&) = delete;
-  Timer& operator=(const Timer&) = delete;
-  ~Timer() { cancel(); }
-
-  /// (Re)starts the timer: it fires `ms` from now. 0: never.
-  void start(uint32_t ms) noexcept {
-    if (ms == 0) {
-      cancel();
-    } else {
-      loop_.add_timer(node_, loop_.now() + std::chrono::milliseconds(ms));
-    }
-  }
-  void cancel() noexcept { loop_.cancel_timer(node_); }
-  bool armed() const noexcept { return node_.armed(); }
-
- private:
-  struct Node : TimerNode {
-    void* owner = nullptr;
-    OnFire on_fire = nullptr;
-  };
-  static void fire(TimerNode& node) noexcept {
-    auto& n = static_cast<Node&>(node);
-    n.on_fire(n.owner);
-  }
-  EventLoop& loop_;
-  Node node_;
-};
-
 /// One worker's counters. Only that worker's thread writes them (a plain load and store,
 /// no locked instruction); /metrics reads them from any thread.
 struct alignas(64) WorkerSlot {
@@ -157,8 +118,10 @@ struct SessionRelease {
 };
 using SessionPtr = std::unique_ptr<Session, SessionRelease>;
 
-/// One connection's HTTP state. Lives in the connection coroutine's frame.
-class Connection {
+/// One connection's HTTP state. Lives in the connection coroutine's frame. Its read deadline is
+/// a loop timer, its base: it fires on the loop thread after the completions of an iteration
+/// and only stops the reading (TcpConnection::stop_reading schedules the waiting receive).
+class Connection : private TimerNode {
  public:
   enum class Outcome : uint8_t { kKeepGoing, kClose, kLinger, kUpgrade };
 
@@ -169,7 +132,7 @@ class Connection {
 
   /// Before each receive(): the deadline for what the connection is waiting for.
   void arm_read_timer() noexcept;
-  void cancel_read_timer() noexcept { read_timer_.cancel(); }
+  void cancel_read_timer() noexcept { tcp_.loop().cancel_timer(*this); }
   /// Handles the requests in `data`: every complete one is answered, in order.
   Task<Outcome> process(BufferLease data);
   /// After Outcome::kUpgrade: what takes the connection over (the connection then stays counted
@@ -205,7 +168,10 @@ class Connection {
   Framing framing() const noexcept { return framing_; }
 
  private:
-  static void on_read_timer(void* self) noexcept;
+  friend HookAccess;
+  void on_read_timer() noexcept;
+  /// The read deadline `ms` from now; 0: none.
+  void start_read_timer(uint32_t ms) noexcept;
   /// Answers the request the parser completed; false: close after it.
   Task<bool> respond();
   /// The answered request's duration into the worker's histograms (enable_metrics()).
@@ -224,7 +190,6 @@ class Connection {
   TcpConnection& tcp_;
   WorkerSlot* slot_;
   SessionPtr session_;
-  Timer read_timer_;
   std::unique_ptr<Upgrade> upgrade_;     // the 101 answered: what comes next
   Clock::time_point request_started_{};  // when the unfinished request's first byte came
   uint64_t counted_read_ = 0;

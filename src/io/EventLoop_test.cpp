@@ -28,6 +28,7 @@
 #include "ucp/io/detail/VectoredSend.h"
 
 #include "Backends.h"
+#include "LoopRunner.h"
 #include "SocketPair.h"
 #include "io/uring/FixedBuffers.h"
 
@@ -57,15 +58,6 @@ UniqueFd open_dev_zero() {
   return fd;
 }
 
-// Runs `body` as a spawned task and stops the loop when it finishes.
-void run_task(EventLoop& loop, Task<> body) {
-  loop.spawn([](EventLoop& l, Task<> inner) -> Task<> {
-    co_await std::move(inner);
-    l.stop();
-  }(loop, std::move(body)));
-  loop.run();
-}
-
 // The tests of LoopBackends run on io_uring and on epoll: the same operations must complete
 // with the same results on both. The io_uring-only ones (SQ/CQ sizing, registered buffers,
 // ring messages) are plain TESTs below that ask for io_uring.
@@ -90,7 +82,7 @@ TEST_P(LoopBackends, WritesAndReadsOverASocketPair) {
   ASSERT_TRUE(loop);
   SocketPair pair;
   std::string received;
-  run_task(*loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
     std::string message = "hello proactor";
     auto sent = co_await io::send(l, a, bytes_of(message));
     EXPECT_TRUE(sent);
@@ -111,7 +103,7 @@ TEST_P(LoopBackends, RecvReturnsZeroOnlyAtEndOfStream) {
   pair.a.reset();
   Result<size_t> result = size_t{99};
   Result<size_t> empty_read = size_t{99};
-  run_task(*loop, [](EventLoop& l, int b, Result<size_t>& r, Result<size_t>& e) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int b, Result<size_t>& r, Result<size_t>& e) -> Task<> {
     std::array<std::byte, 16> buffer;
     r = co_await io::recv(l, b, buffer);
     e = co_await io::recv(l, b, std::span<std::byte>());  // refused, never submitted
@@ -125,7 +117,7 @@ TEST_P(LoopBackends, SleepCompletesOnTheTimerHeap) {
   auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   Result<void> slept = Unexpected{std::errc::io_error};
-  run_task(*loop, [](EventLoop& l, Result<void>& r) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, Result<void>& r) -> Task<> {
     r = co_await io::sleep_for(l, std::chrono::milliseconds(5));
   }(*loop, slept));
   EXPECT_TRUE(slept) << slept.error().message();
@@ -136,7 +128,7 @@ TEST_P(LoopBackends, LinkedTimeoutEndsARecvThatGetsNoData) {
   ASSERT_TRUE(loop);
   SocketPair pair;
   Result<size_t> result = size_t{0};
-  run_task(*loop, [](EventLoop& l, int b, Result<size_t>& r) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int b, Result<size_t>& r) -> Task<> {
     std::array<std::byte, 16> buffer;
     r = co_await io::recv(l, b, buffer, /*timeout_ms=*/20);
   }(*loop, pair.b.get(), result));
@@ -150,7 +142,7 @@ TEST_P(LoopBackends, LinkedTimeoutDoesNotFireWhenDataArrivesFirst) {
   SocketPair pair;
   ASSERT_EQ(::write(pair.a.get(), "x", 1), 1);
   Result<size_t> result = size_t{0};
-  run_task(*loop, [](EventLoop& l, int b, Result<size_t>& r) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int b, Result<size_t>& r) -> Task<> {
     std::array<std::byte, 16> buffer;
     r = co_await io::recv(l, b, buffer, /*timeout_ms=*/10000);
   }(*loop, pair.b.get(), result));
@@ -367,7 +359,7 @@ TEST(EventLoop, RegisteredBuffersCarryFixedReadsAndWrites) {
   ASSERT_TRUE(loop.capabilities().registered_buffers);
   SocketPair pair;
   std::string received;
-  run_task(loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
+  test::run_to_end(loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
     BufferLease source = detail::LoopAccess::borrow_receive_buffer(l);
     BufferLease target = detail::LoopAccess::borrow_receive_buffer(l);
     EXPECT_EQ(source.source(), BufferLease::Source::kRegistered);
@@ -475,15 +467,14 @@ bool spin_until(Predicate done) {
 // RingMessage. `value_of(i)` makes value i; `on_failed(value, error)` takes back a value that
 // did not arrive (refused before sending, or failed in the sender's CQE).
 struct MessageBlaster {
-  struct Slot {
-    MessageBlaster* blaster = nullptr;
-    detail::RingMessage message{this, &on_sent};
-    static void on_sent(detail::RingMessage& m, Result<void> delivered) noexcept {
-      auto* slot = static_cast<Slot*>(m.owner());
-      slot->blaster->in_flight--;
-      if (!delivered) slot->blaster->failed(m.value(), delivered.error());
-      slot->blaster->free.push_back(slot);
+  struct Slot : detail::RingMessage {
+    Slot() noexcept : RingMessage(hook<&Slot::on_sent>) {}
+    void on_sent(Result<void> delivered) noexcept {
+      blaster->in_flight--;
+      if (!delivered) blaster->failed(value(), delivered.error());
+      blaster->free.push_back(this);
     }
+    MessageBlaster* blaster = nullptr;
   };
   std::function<int32_t(int)> value_of;
   std::function<void(int32_t, std::error_code)> failed;
@@ -511,7 +502,7 @@ struct MessageBlaster {
       }
       int32_t value = value_of(i);
       Slot* slot = free.back();
-      auto sent = slot->message.send(from, to, value);
+      auto sent = slot->send(from, to, value);
       if (sent) {
         free.pop_back();
         ++in_flight;
@@ -569,8 +560,9 @@ TEST_P(RingMessages, EveryValueReachesTheOtherLoopExactlyOnce) {
       [&](int32_t value, std::error_code error) {
         failures.push_back(std::to_string(value) + ": " + error.message());
       });
-  std::thread sender_thread(
-      [&] { run_task(*sender, blaster.run(*sender, *receiver, kCount, /*retry_refused=*/true)); });
+  std::thread sender_thread([&] {
+    test::run_to_end(*sender, blaster.run(*sender, *receiver, kCount, /*retry_refused=*/true));
+  });
   sender_thread.join();
   receiver_thread.join();
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first " << failures.front();
@@ -598,7 +590,7 @@ TEST(EventLoop, LoopWithoutMessageHandlerRefusesMessages) {
   ASSERT_TRUE(receiver && sender);
   if (!sender->capabilities().ring_messages) GTEST_SKIP() << "kernel lacks IORING_OP_MSG_RING";
   Result<void> result;
-  run_task(*sender, [](EventLoop& from, EventLoop& to, Result<void>& out) -> Task<> {
+  test::run_to_end(*sender, [](EventLoop& from, EventLoop& to, Result<void>& out) -> Task<> {
     out = co_await detail::send_message(from, to, 7);
   }(*sender, *receiver, result));
   EXPECT_EQ(result.error(), std::errc::connection_refused);
@@ -647,21 +639,22 @@ TEST(EventLoop, FdsSentToAStoppingLoopAreClosedOrReturnedNeverLeaked) {
       });
   // Retry refusals only until the receiver has opened; after its stop they are final.
   std::thread sender_thread([&] {
-    run_task(*sender,
-             [](MessageBlaster& b, EventLoop& from, EventLoop& to, int source,
-                std::atomic<int>& got) -> Task<> {
-               while (got.load() == 0) {  // wait for the mailbox to open, with one probe at a time
-                 int32_t fd = static_cast<int32_t>(::dup(source));
-                 auto sent = co_await detail::send_message(from, to, fd);
-                 if (!sent) {
-                   ::close(fd);
-                   co_await io::sleep_for(from, std::chrono::milliseconds(1));
-                 } else {
-                   break;
-                 }
-               }
-               co_await b.run(from, to, kCount, /*retry_refused=*/false);
-             }(blaster, *sender, *receiver, original.get(), handled));
+    test::run_to_end(
+        *sender,
+        [](MessageBlaster& b, EventLoop& from, EventLoop& to, int source,
+           std::atomic<int>& got) -> Task<> {
+          while (got.load() == 0) {  // wait for the mailbox to open, with one probe at a time
+            int32_t fd = static_cast<int32_t>(::dup(source));
+            auto sent = co_await detail::send_message(from, to, fd);
+            if (!sent) {
+              ::close(fd);
+              co_await io::sleep_for(from, std::chrono::milliseconds(1));
+            } else {
+              break;
+            }
+          }
+          co_await b.run(from, to, kCount, /*retry_refused=*/false);
+        }(blaster, *sender, *receiver, original.get(), handled));
   });
   sender_thread.join();
   receiver_thread.join();
@@ -765,7 +758,7 @@ TEST_P(LoopBackends, PreSubmitHooksRunOnceAfterTheReadyCoroutinesAndCanBeCancell
   }
   hook.name = "hook";
   cancelled.name = "cancelled";
-  run_task(
+  test::run_to_end(
       *loop,
       [](EventLoop& l, RecordingHook& h, RecordingHook& c, std::vector<std::string>& o) -> Task<> {
         detail::LoopAccess::run_before_submit(l, h);
@@ -784,28 +777,31 @@ TEST_P(LoopBackends, VectoredSendGathersBuffersIntoOneSend) {
   auto loop = make_loop(GetParam());
   ASSERT_TRUE(loop);
   SocketPair pair;
-  struct Outcome {
+  struct Send : detail::VectoredSend {
+    Send(EventLoop& l, int socket) noexcept : VectoredSend(l, socket, hook<&Send::done>) {}
+    void done(int32_t r) noexcept {
+      res = r;
+      ++calls;
+    }
     int32_t res = -1;
     int calls = 0;
-  } outcome;
-  detail::VectoredSend send(*loop, pair.a.get(), &outcome, [](void* owner, int32_t res) noexcept {
-    auto* o = static_cast<Outcome*>(owner);
-    o->res = res;
-    ++o->calls;
-  });
+  } send(*loop, pair.a.get());
+  const Send& outcome = send;
   std::string received;
-  run_task(*loop, [](EventLoop& l, detail::VectoredSend& s, int fd, std::string& got) -> Task<> {
-    std::string first = "hello, ", second = "gathered ", third = "world";
-    iovec buffers[3] = {
-        {first.data(), first.size()}, {second.data(), second.size()}, {third.data(), third.size()}};
-    if (!s.start(buffers)) co_return;
-    std::array<std::byte, 64> buffer{};
-    while (got.size() < 21) {
-      auto n = co_await io::recv(l, fd, buffer);
-      if (!n || *n == 0) co_return;
-      got.append(reinterpret_cast<const char*>(buffer.data()), *n);
-    }
-  }(*loop, send, pair.b.get(), received));
+  test::run_to_end(*loop,
+                   [](EventLoop& l, detail::VectoredSend& s, int fd, std::string& got) -> Task<> {
+                     std::string first = "hello, ", second = "gathered ", third = "world";
+                     iovec buffers[3] = {{first.data(), first.size()},
+                                         {second.data(), second.size()},
+                                         {third.data(), third.size()}};
+                     if (!s.start(buffers)) co_return;
+                     std::array<std::byte, 64> buffer{};
+                     while (got.size() < 21) {
+                       auto n = co_await io::recv(l, fd, buffer);
+                       if (!n || *n == 0) co_return;
+                       got.append(reinterpret_cast<const char*>(buffer.data()), *n);
+                     }
+                   }(*loop, send, pair.b.get(), received));
   EXPECT_EQ(received, "hello, gathered world");
   EXPECT_EQ(outcome.calls, 1);
   EXPECT_EQ(outcome.res, 21);
@@ -819,30 +815,33 @@ TEST_P(LoopBackends, VectoredSendOnAWritableConnectionMaySendAtOnce) {
   ASSERT_TRUE(loop);
   SocketPair pair;
   detail::LoopAccess::attach(*loop, pair.a.get());
-  int calls = 0;
-  detail::VectoredSend send(*loop, pair.a.get(), &calls,
-                            [](void* owner, int32_t) noexcept { ++*static_cast<int*>(owner); });
+  struct Send : detail::VectoredSend {
+    Send(EventLoop& l, int socket) noexcept : VectoredSend(l, socket, hook<&Send::done>) {}
+    void done(int32_t) noexcept { ++calls; }
+    int calls = 0;
+  } send(*loop, pair.a.get());
+  const int& calls = send.calls;
   std::optional<int32_t> at_once;
   bool started = false;
   std::string received;
-  run_task(*loop,
-           [](EventLoop& l, detail::VectoredSend& s, int fd, bool& ok, std::optional<int32_t>& now,
-              std::string& got) -> Task<> {
-             co_await io::sleep_for(
-                 l, std::chrono::milliseconds(1));  // a poll: the first edge is seen
-             std::string first = "at ", second = "once";
-             iovec buffers[2] = {{first.data(), first.size()}, {second.data(), second.size()}};
-             auto result = s.start(buffers);
-             if (!result) co_return;
-             ok = true;
-             now = *result;
-             std::array<std::byte, 64> buffer{};
-             while (got.size() < 7) {
-               auto n = co_await io::recv(l, fd, buffer);
-               if (!n || *n == 0) co_return;
-               got.append(reinterpret_cast<const char*>(buffer.data()), *n);
-             }
-           }(*loop, send, pair.b.get(), started, at_once, received));
+  test::run_to_end(
+      *loop,
+      [](EventLoop& l, detail::VectoredSend& s, int fd, bool& ok, std::optional<int32_t>& now,
+         std::string& got) -> Task<> {
+        co_await io::sleep_for(l, std::chrono::milliseconds(1));  // a poll: the first edge is seen
+        std::string first = "at ", second = "once";
+        iovec buffers[2] = {{first.data(), first.size()}, {second.data(), second.size()}};
+        auto result = s.start(buffers);
+        if (!result) co_return;
+        ok = true;
+        now = *result;
+        std::array<std::byte, 64> buffer{};
+        while (got.size() < 7) {
+          auto n = co_await io::recv(l, fd, buffer);
+          if (!n || *n == 0) co_return;
+          got.append(reinterpret_cast<const char*>(buffer.data()), *n);
+        }
+      }(*loop, send, pair.b.get(), started, at_once, received));
   detail::LoopAccess::detach(*loop, pair.a.get());
   ASSERT_TRUE(started);
   EXPECT_EQ(received, "at once");

@@ -10,7 +10,8 @@
 
 namespace ucp {
 
-struct File::Batch {
+/// One read_batch() call: its reads in flight, and the coroutine waiting for the last.
+struct detail::ReadBatch {
   size_t outstanding = 0;
   std::coroutine_handle<> waiter;
 };
@@ -58,12 +59,12 @@ Task<Result<void>> File::write_all(std::span<const std::byte> data, uint64_t off
 }
 
 Task<> File::read_batch(std::span<ReadRequest> requests) {
-  Batch batch;
+  detail::ReadBatch batch;
   auto on_read = [](detail::IoContext& context, int32_t res, uint32_t) noexcept {
     auto& op = static_cast<ReadRequest::Read&>(context);
     op.result = res;
-    auto* owner = static_cast<Batch*>(op.batch);
-    return --owner->outstanding == 0 ? owner->waiter : std::coroutine_handle<>();
+    detail::ReadBatch& owner = *op.batch;
+    return --owner.outstanding == 0 ? owner.waiter : std::coroutine_handle<>();
   };
   for (ReadRequest& request : requests) {
     ReadRequest::Read& op = request.op_;

@@ -5,20 +5,18 @@
 
 namespace ucp::detail {
 
-MultishotAccept::MultishotAccept(EventLoop& loop, int listen_fd, void* owner,
-                                 OnAccept on_accept) noexcept
-    : loop_(loop), owner_(owner), on_accept_(on_accept) {
-  op_.owner = this;
-  op_.code = OpCode::kAcceptMultishot;
-  op_.fd = listen_fd;
-  op_.on_complete = &on_complete;
+MultishotAccept::MultishotAccept(EventLoop& loop, int listen_fd, OnAccept on_accept) noexcept
+    : loop_(loop), on_accept_(on_accept) {
+  op().code = OpCode::kAcceptMultishot;
+  op().fd = listen_fd;
+  op().on_complete = hook<&MultishotAccept::on_done>;
 }
 
 bool MultishotAccept::await_suspend(std::coroutine_handle<> caller) noexcept {
   last_error_ = 0;
-  op_.waiter = caller;
-  if (!detail::LoopAccess::submit(loop_, op_)) {
-    last_error_ = op_.result;
+  op().waiter = caller;
+  if (!detail::LoopAccess::submit(loop_, op())) {
+    last_error_ = op().result;
     return false;
   }
   running_ = true;
@@ -26,20 +24,18 @@ bool MultishotAccept::await_suspend(std::coroutine_handle<> caller) noexcept {
 }
 
 void MultishotAccept::cancel() noexcept {
-  if (running_) detail::LoopAccess::cancel(loop_, op_);
+  if (running_) detail::LoopAccess::cancel(loop_, op());
 }
 
-std::coroutine_handle<> MultishotAccept::on_complete(IoContext& context, int32_t res,
-                                                     uint32_t flags) noexcept {
-  auto* self = static_cast<Accept&>(context).owner;
+std::coroutine_handle<> MultishotAccept::on_done(int32_t res, uint32_t completion) noexcept {
   if (res >= 0) {
-    self->on_accept_(self->owner_, res);
+    on_accept_(*this, res);
   } else {
-    self->last_error_ = res;
+    last_error_ = res;
   }
-  if (flags & kCompletionMore) return {};
-  self->running_ = false;
-  return context.waiter;  // ended: the owner decides whether and when to start it again
+  if (completion & kCompletionMore) return {};
+  running_ = false;
+  return op().waiter;  // ended: the owner decides whether and when to start it again
 }
 
 }  // namespace ucp::detail

@@ -49,22 +49,21 @@ SendOp::SendOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcep
   op_.size = static_cast<uint32_t>(std::min<size_t>(data.size(), UINT32_MAX));
 }
 
-SendAllOp::SendAllOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept
-    : loop_(loop), data_(data) {
-  op_.owner = this;
-  op_.code = detail::OpCode::kSend;
-  op_.fd = fd;
-  op_.on_complete = &on_send;
+SendAllOp::SendAllOp(EventLoop& loop, int socket, std::span<const std::byte> bytes) noexcept
+    : loop_(loop), data_(bytes) {
+  op().code = detail::OpCode::kSend;
+  op().fd = socket;
+  op().on_complete = hook<&SendAllOp::on_send>;
 }
 
 bool SendAllOp::start(std::coroutine_handle<> caller) noexcept {
-  op_.waiter = caller;
+  op().waiter = caller;
   if (data_.empty()) {
     result_ = 0;
     return false;
   }
   if (!submit_next()) {
-    result_ = op_.result;
+    result_ = op().result;
     return false;
   }
   return true;
@@ -72,24 +71,22 @@ bool SendAllOp::start(std::coroutine_handle<> caller) noexcept {
 
 bool SendAllOp::submit_next() noexcept {
   const size_t left = data_.size() - sent_;
-  op_.data = const_cast<std::byte*>(data_.data() + sent_);
-  op_.size = static_cast<uint32_t>(std::min<size_t>(left, UINT32_MAX));
-  return detail::LoopAccess::submit(loop_, op_);
+  op().data = const_cast<std::byte*>(data_.data() + sent_);
+  op().size = static_cast<uint32_t>(std::min<size_t>(left, UINT32_MAX));
+  return detail::LoopAccess::submit(loop_, op());
 }
 
-std::coroutine_handle<> SendAllOp::on_send(detail::IoContext& context, int32_t res,
-                                           uint32_t) noexcept {
-  auto* self = static_cast<Send&>(context).owner;
+std::coroutine_handle<> SendAllOp::on_send(int32_t res, uint32_t) noexcept {
   if (res > 0) {
-    self->sent_ += static_cast<size_t>(res);
+    sent_ += static_cast<size_t>(res);
     // A short send: the rest goes out from here, without waking the coroutine.
-    if (self->sent_ < self->data_.size() && self->submit_next()) return {};
-    if (self->sent_ < self->data_.size()) res = self->op_.result;  // refused
+    if (sent_ < data_.size() && submit_next()) return {};
+    if (sent_ < data_.size()) res = op().result;  // refused
   } else if (res == 0) {
     res = -EPIPE;  // nothing sent of a non-empty buffer: the peer is gone
   }
-  self->result_ = res > 0 ? 0 : res;
-  return context.waiter;
+  result_ = res > 0 ? 0 : res;
+  return op().waiter;
 }
 
 ReadOp::ReadOp(EventLoop& loop, int fd, std::span<std::byte> buffer, uint64_t offset) noexcept
@@ -154,57 +151,54 @@ FsyncOp::FsyncOp(EventLoop& loop, int fd, bool data_only) noexcept
   op_.size = data_only ? detail::kFsyncDataOnly : 0;
 }
 
-SendFileOp::SendFileOp(EventLoop& loop, int socket_fd, int file_fd, uint64_t offset,
+SendFileOp::SendFileOp(EventLoop& loop, int socket_fd, int file_fd, uint64_t from,
                        uint64_t length) noexcept
-    : loop_(loop), offset_(offset), length_(length) {
-  op_.owner = this;
-  op_.code = detail::OpCode::kSendFile;
-  op_.fd = socket_fd;
-  op_.source_fd = file_fd;
-  op_.on_complete = &on_sent;
+    : loop_(loop), offset_(from), length_(length) {
+  op().code = detail::OpCode::kSendFile;
+  op().fd = socket_fd;
+  op().source_fd = file_fd;
+  op().on_complete = hook<&SendFileOp::on_sent>;
 }
 
 bool SendFileOp::await_suspend(std::coroutine_handle<> caller) noexcept {
-  op_.waiter = caller;
+  op().waiter = caller;
   if (submit_next()) return true;
-  error_ = op_.result;
+  error_ = op().result;
   return false;
 }
 
 bool SendFileOp::submit_next() noexcept {
   // A result must fit an int32_t: at most 1 GiB per operation.
   constexpr uint64_t kMaxPerOperation = uint64_t{1} << 30;
-  op_.offset = offset_ + sent_;
-  op_.size = static_cast<uint32_t>(std::min(length_ - sent_, kMaxPerOperation));
-  in_flight_ = detail::LoopAccess::submit(loop_, op_);
+  op().offset = offset_ + sent_;
+  op().size = static_cast<uint32_t>(std::min(length_ - sent_, kMaxPerOperation));
+  in_flight_ = detail::LoopAccess::submit(loop_, op());
   return in_flight_;
 }
 
-std::coroutine_handle<> SendFileOp::on_sent(detail::IoContext& context, int32_t res,
-                                            uint32_t) noexcept {
-  auto* self = static_cast<Send&>(context).owner;
-  self->in_flight_ = false;
+std::coroutine_handle<> SendFileOp::on_sent(int32_t res, uint32_t) noexcept {
+  in_flight_ = false;
   if (res > 0) {
-    self->sent_ += static_cast<uint64_t>(res);
-    if (self->sent_ < self->length_) {
+    sent_ += static_cast<uint64_t>(res);
+    if (sent_ < length_) {
       // Short: the rest goes out from here, without waking the coroutine.
-      if (self->cancelled_) {
-        self->error_ = -ECANCELED;
-      } else if (self->submit_next()) {
+      if (cancelled_) {
+        error_ = -ECANCELED;
+      } else if (submit_next()) {
         return {};
       } else {
-        self->error_ = self->op_.result;  // refused
+        error_ = op().result;  // refused
       }
     }
   } else if (res < 0) {
-    self->error_ = res;
+    error_ = res;
   }
-  return context.waiter;  // res == 0: the file ended
+  return op().waiter;  // res == 0: the file ended
 }
 
 void SendFileOp::cancel() noexcept {
   cancelled_ = true;  // no further piece after the one in flight
-  if (in_flight_) detail::LoopAccess::cancel(loop_, op_);
+  if (in_flight_) detail::LoopAccess::cancel(loop_, op());
 }
 
 Result<uint64_t> SendFileOp::await_resume() const noexcept {
@@ -257,10 +251,7 @@ Result<size_t> CancelFdOp::await_resume() const noexcept {
 }
 
 SleepOp::SleepOp(EventLoop& loop, Clock::time_point due) noexcept
-    : loop_(loop), due_(due), node_() {
-  node_.owner = this;
-  node_.set_callback(&on_fire);
-}
+    : TimerNode(hook<&SleepOp::on_fire>), loop_(loop), due_(due) {}
 
 bool SleepOp::await_suspend(std::coroutine_handle<> caller) noexcept {
   if (loop_.io_closed() || cancelled_) {
@@ -268,20 +259,17 @@ bool SleepOp::await_suspend(std::coroutine_handle<> caller) noexcept {
     return false;
   }
   waiter_ = caller;
-  loop_.add_timer(node_, due_);
+  loop_.add_timer(timer(), due_);
   return true;
 }
 
-void SleepOp::on_fire(TimerNode& node) noexcept {
-  SleepOp* self = static_cast<Node&>(node).owner;
-  self->loop_.schedule(std::exchange(self->waiter_, {}));
-}
+void SleepOp::on_fire() noexcept { loop_.schedule(std::exchange(waiter_, {})); }
 
 void SleepOp::cancel() noexcept {
   if (cancelled_) return;
   cancelled_ = true;
   if (!waiter_) return;  // not waiting (yet): await_suspend will see the flag
-  loop_.cancel_timer(node_);
+  loop_.cancel_timer(timer());
   loop_.schedule(std::exchange(waiter_, {}));
 }
 

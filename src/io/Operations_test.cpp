@@ -30,6 +30,7 @@
 #include "ucp/io/detail/VectoredSend.h"
 
 #include "Backends.h"
+#include "LoopRunner.h"
 #include "SocketPair.h"
 #include "io/ReceiveBuffers.h"
 
@@ -55,15 +56,6 @@ class Operations : public ::testing::TestWithParam<BackendKind> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, Operations, test::kAllBackends, test::backend_name);
-
-// Runs `body` as a spawned task and stops the loop when it finishes.
-void run_task(EventLoop& loop, Task<> body) {
-  loop.spawn([](EventLoop& l, Task<> inner) -> Task<> {
-    co_await std::move(inner);
-    l.stop();
-  }(loop, std::move(body)));
-  loop.run();
-}
 
 // Any operation descriptor, awaited as it is filled in.
 class RawOp : public detail::OperationAwaiter {
@@ -130,7 +122,7 @@ TEST_P(Operations, AcceptAndConnectPairBlockingSockets) {
   Result<io::Accepted> accepted = Unexpected{std::errc::io_error};
   Result<void> connected = Unexpected{std::errc::io_error};
   std::string echoed;
-  run_task(
+  test::run_to_end(
       *loop,
       [](EventLoop& l, int listen_fd, int client_fd, Result<io::Accepted>& a, Result<void>& c,
          std::string& out) -> Task<> {
@@ -168,7 +160,7 @@ TEST_P(Operations, ConnectToAPortNobodyListensOnIsRefused) {
   port = local_port(taken.get());
   UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   Result<void> connected;
-  run_task(*loop, [](EventLoop& l, int fd, uint16_t p, Result<void>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int fd, uint16_t p, Result<void>& out) -> Task<> {
     sockaddr_in target = loopback(p);
     out = co_await io::connect(l, fd, reinterpret_cast<sockaddr*>(&target), sizeof target);
   }(*loop, client.get(), port, connected));
@@ -183,15 +175,17 @@ TEST_P(Operations, MultishotAcceptTakesEveryConnectionUntilCancelled) {
   uint16_t port = 0;
   UniqueFd listener = bound_socket(SOCK_STREAM, port);
   detail::LoopAccess::attach(*loop, listener.get());  // as TcpServer does
-  std::vector<UniqueFd> accepted;
-  detail::MultishotAccept acceptor(*loop, listener.get(), &accepted,
-                                   [](void* owner, int fd) noexcept {
-                                     static_cast<std::vector<UniqueFd>*>(owner)->emplace_back(fd);
-                                   });
+  struct Acceptor : detail::MultishotAccept {
+    Acceptor(EventLoop& l, int listening) noexcept
+        : MultishotAccept(l, listening, hook<&Acceptor::take>) {}
+    void take(int accepted_fd) noexcept { accepted.emplace_back(accepted_fd); }
+    std::vector<UniqueFd> accepted;
+  } acceptor(*loop, listener.get());
+  std::vector<UniqueFd>& accepted = acceptor.accepted;
   Result<void> ended;
   constexpr size_t kClients = 5;
   std::vector<UniqueFd> clients;
-  run_task(
+  test::run_to_end(
       *loop,
       [](EventLoop& l, detail::MultishotAccept& a, std::vector<UniqueFd>& got,
          std::vector<UniqueFd>& mine, uint16_t p, Result<void>& end) -> Task<> {
@@ -238,23 +232,24 @@ TEST_P(Operations, MultishotReceiveDeliversEveryByteInOrderThenEof) {
     bool eof = false;
     {
       detail::MultishotRecv stream(*loop, pair.b.get());
-      run_task(*loop,
-               [](EventLoop& l, int writer, detail::MultishotRecv& s, const std::string& data,
-                  std::string& out, bool& at_eof) -> Task<> {
-                 io::SendAllOp send(l, writer, bytes_of(data));
-                 EXPECT_TRUE(co_await send);
-                 ::shutdown(writer, SHUT_WR);
-                 std::array<std::byte, 100> chunk;
-                 for (int rounds = 0; rounds < 10000; ++rounds) {
-                   if (!s.has_data() && !s.at_eof() && s.error() == 0) co_await StreamWait{s};
-                   size_t n = s.copy_out(chunk);
-                   out += text_of(std::span(chunk.data(), n));
-                   if (!s.has_data() && (s.at_eof() || s.error() != 0)) break;
-                 }
-                 at_eof = s.at_eof();
-                 EXPECT_EQ(s.error(), 0);
-                 for (int i = 0; i < 1000 && s.busy(); ++i) co_await io::sleep_for(l, 1ms);
-               }(*loop, pair.a.get(), stream, sent, received, eof));
+      test::run_to_end(*loop,
+                       [](EventLoop& l, int writer, detail::MultishotRecv& s,
+                          const std::string& data, std::string& out, bool& at_eof) -> Task<> {
+                         io::SendAllOp send(l, writer, bytes_of(data));
+                         EXPECT_TRUE(co_await send);
+                         ::shutdown(writer, SHUT_WR);
+                         std::array<std::byte, 100> chunk;
+                         for (int rounds = 0; rounds < 10000; ++rounds) {
+                           if (!s.has_data() && !s.at_eof() && s.error() == 0)
+                             co_await StreamWait{s};
+                           size_t n = s.copy_out(chunk);
+                           out += text_of(std::span(chunk.data(), n));
+                           if (!s.has_data() && (s.at_eof() || s.error() != 0)) break;
+                         }
+                         at_eof = s.at_eof();
+                         EXPECT_EQ(s.error(), 0);
+                         for (int i = 0; i < 1000 && s.busy(); ++i) co_await io::sleep_for(l, 1ms);
+                       }(*loop, pair.a.get(), stream, sent, received, eof));
       EXPECT_FALSE(stream.busy());
     }
     EXPECT_TRUE(eof);
@@ -274,19 +269,20 @@ TEST_P(Operations, ReadsAndWritesARegularFileAtOffsetsAndAtTheFilePosition) {
   ASSERT_TRUE(file);
   ::unlink(path);
   std::string at_offset, from_position;
-  run_task(*loop, [](EventLoop& l, int fd, std::string& first, std::string& second) -> Task<> {
-    auto written = co_await io::write(l, fd, bytes_of("hello, file"), 0);
-    EXPECT_TRUE(written);
-    if (written) {
-      EXPECT_EQ(*written, 11u);
-    }
-    std::array<std::byte, 64> buffer;
-    auto n = co_await io::read(l, fd, buffer, 7);
-    if (n) first = text_of(std::span(buffer.data(), *n));
-    ::lseek(fd, 0, SEEK_SET);
-    n = co_await io::read(l, fd, buffer);  // at the file position, which moves
-    if (n) second = text_of(std::span(buffer.data(), *n));
-  }(*loop, file.get(), at_offset, from_position));
+  test::run_to_end(*loop,
+                   [](EventLoop& l, int fd, std::string& first, std::string& second) -> Task<> {
+                     auto written = co_await io::write(l, fd, bytes_of("hello, file"), 0);
+                     EXPECT_TRUE(written);
+                     if (written) {
+                       EXPECT_EQ(*written, 11u);
+                     }
+                     std::array<std::byte, 64> buffer;
+                     auto n = co_await io::read(l, fd, buffer, 7);
+                     if (n) first = text_of(std::span(buffer.data(), *n));
+                     ::lseek(fd, 0, SEEK_SET);
+                     n = co_await io::read(l, fd, buffer);  // at the file position, which moves
+                     if (n) second = text_of(std::span(buffer.data(), *n));
+                   }(*loop, file.get(), at_offset, from_position));
   EXPECT_EQ(at_offset, "file");
   EXPECT_EQ(from_position, "hello, file");
   EXPECT_EQ(::lseek(file.get(), 0, SEEK_CUR), 11);
@@ -299,7 +295,7 @@ TEST_P(Operations, PipeReadWaitsForDataWhileTheLoopRunsTimers) {
   ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);  // blocking, as an application makes it
   UniqueFd read_end(fds[0]), write_end(fds[1]);
   std::vector<std::string> order;
-  run_task(*loop, [](EventLoop& l, int in, int out, std::vector<std::string>& o) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int in, int out, std::vector<std::string>& o) -> Task<> {
     bool read_done = false;
     l.spawn([](EventLoop& inner, int fd, std::vector<std::string>& events, bool& done) -> Task<> {
       std::array<std::byte, 16> buffer;
@@ -322,7 +318,7 @@ TEST_P(Operations, CancelEndsAParkedReceiveAndLeavesACompletedOneAlone) {
   SocketPair pair;
   Result<size_t> parked = size_t{0};
   Result<size_t> completed = Unexpected{std::errc::io_error};
-  run_task(
+  test::run_to_end(
       *loop,
       [](EventLoop& l, int a, int b, Result<size_t>& first, Result<size_t>& second) -> Task<> {
         io::RecvOp* handle = nullptr;
@@ -359,7 +355,7 @@ TEST_P(Operations, SendToAClosedPeerFailsWithEpipeNeverSigpipe) {
   SocketPair pair;
   pair.b.reset();
   Result<size_t> sent = size_t{0};
-  run_task(*loop, [](EventLoop& l, int a, Result<size_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int a, Result<size_t>& out) -> Task<> {
     out = co_await io::send(l, a, bytes_of("nobody there"));
   }(*loop, pair.a.get(), sent));
   ASSERT_FALSE(sent);
@@ -372,7 +368,7 @@ TEST_P(Operations, CloseThroughTheLoopReleasesTheFd) {
   const int fd = ::eventfd(0, EFD_CLOEXEC);
   ASSERT_GE(fd, 0);
   Result<void> closed = Unexpected{std::errc::io_error};
-  run_task(*loop, [](EventLoop& l, int f, Result<void>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int f, Result<void>& out) -> Task<> {
     out = co_await io::close(l, f);
   }(*loop, fd, closed));
   EXPECT_TRUE(closed);
@@ -394,42 +390,46 @@ TEST_P(Operations, DatagramsKeepTheirBoundariesAndTheirSource) {
     uint16_t from = 0;
   };
   std::vector<Datagram> got;
-  run_task(*loop, [](EventLoop& l, int out, int in, std::vector<Datagram>& received) -> Task<> {
-    // One gathering send (sendmsg) of two buffers: one datagram.
-    struct Outcome {
-      int32_t res = 0;
-      bool done = false;
-    } outcome;
-    detail::VectoredSend send(l, out, &outcome, [](void* o, int32_t res) noexcept {
-      static_cast<Outcome*>(o)->res = res;
-      static_cast<Outcome*>(o)->done = true;
-    });
-    std::string first = "data", second = "gram";
-    iovec pieces[2] = {{first.data(), first.size()}, {second.data(), second.size()}};
-    EXPECT_TRUE(send.start(pieces));
-    co_await wait_until(l, outcome.done);
-    EXPECT_EQ(outcome.res, 8);
-    EXPECT_EQ(::send(out, "abc", 3, 0), 3);
-    for (int i = 0; i < 2; ++i) {
-      std::array<char, 64> buffer{};
-      sockaddr_in source{};
-      iovec vector{buffer.data(), buffer.size()};
-      msghdr message{};
-      message.msg_name = &source;
-      message.msg_namelen = sizeof source;
-      message.msg_iov = &vector;
-      message.msg_iovlen = 1;
-      RawOp recvmsg(l);
-      recvmsg.op().code = detail::OpCode::kRecvMsg;
-      recvmsg.op().fd = in;
-      recvmsg.op().data = &message;
-      Datagram d;
-      d.size = co_await recvmsg;
-      if (d.size > 0) d.text.assign(buffer.data(), static_cast<size_t>(d.size));
-      d.from = ntohs(source.sin_port);
-      received.push_back(d);
-    }
-  }(*loop, sender.get(), receiver.get(), got));
+  test::run_to_end(
+      *loop, [](EventLoop& l, int out, int in, std::vector<Datagram>& received) -> Task<> {
+        // One gathering send (sendmsg) of two buffers: one datagram.
+        struct Send : detail::VectoredSend {
+          Send(EventLoop& loop, int socket) noexcept
+              : VectoredSend(loop, socket, hook<&Send::finished>) {}
+          void finished(int32_t r) noexcept {
+            res = r;
+            done = true;
+          }
+          int32_t res = 0;
+          bool done = false;
+        } send(l, out);
+        Send& outcome = send;
+        std::string first = "data", second = "gram";
+        iovec pieces[2] = {{first.data(), first.size()}, {second.data(), second.size()}};
+        EXPECT_TRUE(send.start(pieces));
+        co_await wait_until(l, outcome.done);
+        EXPECT_EQ(outcome.res, 8);
+        EXPECT_EQ(::send(out, "abc", 3, 0), 3);
+        for (int i = 0; i < 2; ++i) {
+          std::array<char, 64> buffer{};
+          sockaddr_in source{};
+          iovec vector{buffer.data(), buffer.size()};
+          msghdr message{};
+          message.msg_name = &source;
+          message.msg_namelen = sizeof source;
+          message.msg_iov = &vector;
+          message.msg_iovlen = 1;
+          RawOp recvmsg(l);
+          recvmsg.op().code = detail::OpCode::kRecvMsg;
+          recvmsg.op().fd = in;
+          recvmsg.op().data = &message;
+          Datagram d;
+          d.size = co_await recvmsg;
+          if (d.size > 0) d.text.assign(buffer.data(), static_cast<size_t>(d.size));
+          d.from = ntohs(source.sin_port);
+          received.push_back(d);
+        }
+      }(*loop, sender.get(), receiver.get(), got));
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].size, 8);
   EXPECT_EQ(got[0].text, "datagram");
@@ -454,7 +454,7 @@ TEST_P(Operations, RingMessagesExistOnlyWhereTheBackendHasThem) {
   EXPECT_EQ(op.result, -EOPNOTSUPP);
   EXPECT_EQ(sender->in_flight(), 0u);
   Result<void> result;
-  run_task(*sender, [](EventLoop& from, EventLoop& to, Result<void>& out) -> Task<> {
+  test::run_to_end(*sender, [](EventLoop& from, EventLoop& to, Result<void>& out) -> Task<> {
     out = co_await detail::send_message(from, to, 7);
   }(*sender, *receiver, result));
   ASSERT_FALSE(result);
@@ -541,7 +541,7 @@ TEST_P(Operations, MultishotDatagramReceiveHasOneLayoutAndOneSetOfFlags) {
   op.shape.msg_namelen = detail::kDatagramNameBytes;
   op.data = &op.shape;
   op.on_complete = &MultishotDatagrams::on;
-  run_task(*loop, [](EventLoop& l, MultishotDatagrams& o) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, MultishotDatagrams& o) -> Task<> {
     EXPECT_TRUE(detail::LoopAccess::submit(l, o));
     for (int i = 0; i < 2000 && o.seen.size() < 4; ++i) co_await io::sleep_for(l, 1ms);
     detail::LoopAccess::cancel(l, o);
@@ -600,28 +600,29 @@ TEST_P(Operations, MultishotRecvMsgDeliversEveryDatagramWithItsSource) {
     std::vector<std::pair<std::string, uint16_t>> got;
     {
       detail::MultishotRecvMsg stream(*loop, receiver.get());
-      run_task(*loop,
-               [](EventLoop& l, detail::MultishotRecvMsg& s,
-                  std::vector<std::pair<std::string, uint16_t>>& out) -> Task<> {
-                 co_await DatagramWait{s};
-                 // Still receiving while the reader is away: the queue fills up to its bound.
-                 co_await io::sleep_for(l, 20ms);
-                 for (int rounds = 0; rounds < 100000 && out.size() < kCount; ++rounds) {
-                   if (!s.has_data() && s.error() == 0) co_await DatagramWait{s};
-                   if (s.error() != 0) {
-                     ADD_FAILURE() << "error " << s.take_error();
-                     break;
-                   }
-                   while (s.has_data()) {
-                     ReceivedDatagram d = s.pop();
-                     EXPECT_FALSE(d.truncated);
-                     const auto& source = reinterpret_cast<const sockaddr_in&>(d.source);
-                     out.emplace_back(text_of(d.data.bytes()), ntohs(source.sin_port));
-                   }
-                 }
-                 s.stop();
-                 for (int i = 0; i < 1000 && s.busy(); ++i) co_await io::sleep_for(l, 1ms);
-               }(*loop, stream, got));
+      test::run_to_end(*loop,
+                       [](EventLoop& l, detail::MultishotRecvMsg& s,
+                          std::vector<std::pair<std::string, uint16_t>>& out) -> Task<> {
+                         co_await DatagramWait{s};
+                         // Still receiving while the reader is away: the queue fills up to its
+                         // bound.
+                         co_await io::sleep_for(l, 20ms);
+                         for (int rounds = 0; rounds < 100000 && out.size() < kCount; ++rounds) {
+                           if (!s.has_data() && s.error() == 0) co_await DatagramWait{s};
+                           if (s.error() != 0) {
+                             ADD_FAILURE() << "error " << s.take_error();
+                             break;
+                           }
+                           while (s.has_data()) {
+                             ReceivedDatagram d = s.pop();
+                             EXPECT_FALSE(d.truncated);
+                             const auto& source = reinterpret_cast<const sockaddr_in&>(d.source);
+                             out.emplace_back(text_of(d.data.bytes()), ntohs(source.sin_port));
+                           }
+                         }
+                         s.stop();
+                         for (int i = 0; i < 1000 && s.busy(); ++i) co_await io::sleep_for(l, 1ms);
+                       }(*loop, stream, got));
       EXPECT_FALSE(stream.busy());
       if (buffers > 4) {
         EXPECT_GE(stream.pauses(), 1u);
@@ -658,7 +659,7 @@ TEST_P(Operations, SendmsgBatchOnOneDatagramSocketKeepsEveryDatagram) {
   std::vector<Slot> slots(kCount);
   sockaddr_in target = loopback(receiver_port);
   std::vector<int32_t> results;
-  run_task(
+  test::run_to_end(
       *loop,
       [](EventLoop& l, int fd, std::vector<Slot>& ops, std::vector<std::string>& data,
          sockaddr_in& to, std::vector<int32_t>& out) -> Task<> {
@@ -715,7 +716,7 @@ TEST_P(Operations, OpenatFsyncAndCloseThroughTheLoop) {
   const std::string path = dir.path + "/data";
   Result<UniqueFd> missing = UniqueFd();
   std::string contents;
-  run_task(
+  test::run_to_end(
       *loop,
       [](EventLoop& l, const std::string& p, Result<UniqueFd>& absent, std::string& out) -> Task<> {
         absent = co_await io::openat(l, AT_FDCWD, (p + ".missing").c_str(), O_RDONLY);
@@ -800,18 +801,18 @@ TEST_P(Operations, SendFileMovesAFileRegionToASocketUnchanged) {
     Result<uint64_t> at_end = Unexpected{std::errc::io_error};
     std::string received;
   } o;
-  run_task(*loop,
-           [](EventLoop& l, int server, int client, int f, const std::string& data,
-              Outcome& out) -> Task<> {
-             const size_t want = data.size() + 70000 + 1000;
-             bool read_done = false;
-             l.spawn(read_slowly(l, client, want, out.received, read_done));
-             out.whole = co_await io::send_file(l, server, f, 0, data.size());
-             out.middle = co_await io::send_file(l, server, f, 4097, 70000);
-             out.past_end = co_await io::send_file(l, server, f, data.size() - 1000, 5000);
-             out.at_end = co_await io::send_file(l, server, f, data.size(), 10);
-             for (int i = 0; i < 20000 && !read_done; ++i) co_await io::sleep_for(l, 1ms);
-           }(*loop, pair.server.get(), pair.client.get(), file.get(), contents, o));
+  test::run_to_end(*loop,
+                   [](EventLoop& l, int server, int client, int f, const std::string& data,
+                      Outcome& out) -> Task<> {
+                     const size_t want = data.size() + 70000 + 1000;
+                     bool read_done = false;
+                     l.spawn(read_slowly(l, client, want, out.received, read_done));
+                     out.whole = co_await io::send_file(l, server, f, 0, data.size());
+                     out.middle = co_await io::send_file(l, server, f, 4097, 70000);
+                     out.past_end = co_await io::send_file(l, server, f, data.size() - 1000, 5000);
+                     out.at_end = co_await io::send_file(l, server, f, data.size(), 10);
+                     for (int i = 0; i < 20000 && !read_done; ++i) co_await io::sleep_for(l, 1ms);
+                   }(*loop, pair.server.get(), pair.client.get(), file.get(), contents, o));
   ASSERT_TRUE(o.whole) << o.whole.error().message();
   EXPECT_EQ(*o.whole, contents.size());
   ASSERT_TRUE(o.middle);
@@ -839,7 +840,7 @@ TEST_P(Operations, SendFileToAPeerThatLeftFailsWithoutSigpipe) {
   pair.client.reset();
   detail::LoopAccess::attach(*loop, pair.server.get());
   Result<uint64_t> sent = uint64_t{0};
-  run_task(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
     co_await io::sleep_for(l, 5ms);  // the reset has arrived
     out = co_await io::send_file(l, server, f, 0, 1 << 20);
   }(*loop, pair.server.get(), file.get(), sent));
@@ -857,7 +858,7 @@ TEST_P(Operations, SendFileToAPeerThatNeverReadsEndsWithItsDeadline) {
   TcpPair pair(true);
   detail::LoopAccess::attach(*loop, pair.server.get());
   Result<uint64_t> sent = uint64_t{0};
-  run_task(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int server, int f, Result<uint64_t>& out) -> Task<> {
     out = co_await with_timeout(io::send_file(l, server, f, 0, 8 << 20), 50ms);
   }(*loop, pair.server.get(), file.get(), sent));
   ASSERT_FALSE(sent);

@@ -32,14 +32,11 @@ void PeriodicTimer::stop() noexcept {
 // ---- TickAwaiter ----
 
 PeriodicTimer::TickAwaiter::TickAwaiter(PeriodicTimer& timer) noexcept
-    : timer_(&timer), loop_(timer.loop_) {
-  node_.owner = this;
-  node_.set_callback(&on_fire);
-}
+    : TimerNode(hook<&TickAwaiter::on_fire>), timer_(&timer), loop_(timer.loop_) {}
 
 PeriodicTimer::TickAwaiter::~TickAwaiter() {
   // A frame destroyed while waiting (its loop shut down): nothing may fire into it later.
-  loop_.cancel_timer(node_);
+  loop_.cancel_timer(node());
   if (timer_ != nullptr && timer_->waiting_ == this) timer_->waiting_ = nullptr;
 }
 
@@ -50,20 +47,19 @@ bool PeriodicTimer::TickAwaiter::await_ready() const noexcept {
 void PeriodicTimer::TickAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
   caller_ = caller;
   timer_->waiting_ = this;
-  loop_.add_timer(node_, timer_->next_due_);
+  loop_.add_timer(node(), timer_->next_due_);
 }
 
-void PeriodicTimer::TickAwaiter::on_fire(TimerNode& node) noexcept {
-  TickAwaiter& self = *static_cast<Node&>(node).owner;
-  self.timer_->waiting_ = nullptr;
-  self.loop_.schedule(std::exchange(self.caller_, {}));
+void PeriodicTimer::TickAwaiter::on_fire() noexcept {
+  timer_->waiting_ = nullptr;
+  loop_.schedule(std::exchange(caller_, {}));
 }
 
 void PeriodicTimer::TickAwaiter::cancel() noexcept {
   if (!caller_) return;  // not waiting, or the tick has fired already: it stands
   cancelled_ = true;
   if (timer_ != nullptr) timer_->waiting_ = nullptr;
-  loop_.cancel_timer(node_);
+  loop_.cancel_timer(node());
   loop_.schedule(std::exchange(caller_, {}));
 }
 

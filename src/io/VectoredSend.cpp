@@ -6,11 +6,10 @@
 
 namespace ucp::detail {
 
-VectoredSend::VectoredSend(EventLoop& loop, int socket_fd, void* owner,
-                           OnComplete callback) noexcept
-    : loop_(loop), owner_(owner), on_complete_(callback) {
+VectoredSend::VectoredSend(EventLoop& loop, int socket_fd, OnComplete callback) noexcept
+    : loop_(loop), on_complete_(callback) {
   op().fd = socket_fd;
-  op().on_complete = &on_done;
+  op().on_complete = hook<&VectoredSend::on_done>;
 }
 
 Result<std::optional<int32_t>> VectoredSend::start(std::span<const iovec> buffers) noexcept {
@@ -45,11 +44,10 @@ void VectoredSend::cancel() noexcept {
   if (in_flight_) detail::LoopAccess::cancel(loop_, op());
 }
 
-std::coroutine_handle<> VectoredSend::on_done(IoContext& context, int32_t res, uint32_t) noexcept {
-  auto* self = static_cast<VectoredSend*>(static_cast<Operation*>(&context));
-  self->in_flight_ = false;
-  self->gather_.reset();                  // the kernel is done with the iovecs
-  self->on_complete_(self->owner_, res);  // may free `self`'s owner: touch nothing after
+std::coroutine_handle<> VectoredSend::on_done(int32_t res, uint32_t) noexcept {
+  in_flight_ = false;
+  gather_.reset();           // the kernel is done with the iovecs
+  on_complete_(*this, res);  // may free the owner, and this with it: touch nothing after
   return {};
 }
 

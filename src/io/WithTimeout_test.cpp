@@ -17,6 +17,7 @@
 #include "ucp/io/Operations.h"
 
 #include "Backends.h"
+#include "LoopRunner.h"
 #include "SocketPair.h"
 
 namespace ucp {
@@ -34,19 +35,11 @@ std::unique_ptr<EventLoop> make_loop() {
 
 using test::SocketPair;
 
-void run_task(EventLoop& loop, Task<> body) {
-  loop.spawn([](EventLoop& l, Task<> inner) -> Task<> {
-    co_await std::move(inner);
-    l.stop();
-  }(loop, std::move(body)));
-  loop.run();
-}
-
 TEST(WithTimeout, ARecvWithoutDataEndsTimedOutAndLeavesNothingInFlight) {
   auto loop = make_loop();
   SocketPair pair;
   Result<size_t> result = size_t{0};
-  run_task(*loop, [](EventLoop& l, int fd, Result<size_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int fd, Result<size_t>& out) -> Task<> {
     std::array<std::byte, 16> buffer;
     out = co_await with_timeout(io::recv(l, fd, buffer), 20ms);
   }(*loop, pair.b.get(), result));
@@ -60,7 +53,7 @@ TEST(WithTimeout, AnOperationThatCompletesFirstKeepsItsResult) {
   SocketPair pair;
   ASSERT_EQ(::write(pair.a.get(), "hi", 2), 2);
   Result<size_t> result = size_t{0};
-  run_task(*loop, [](EventLoop& l, int fd, Result<size_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int fd, Result<size_t>& out) -> Task<> {
     std::array<std::byte, 16> buffer;
     out = co_await with_timeout(io::recv(l, fd, buffer), 10s);
   }(*loop, pair.b.get(), result));
@@ -82,7 +75,7 @@ TEST(WithStop, RequestStopCancelsASleepAndARecv) {
     std::array<std::byte, 16> buffer;
     out = co_await with_stop(io::recv(l, fd, buffer), t);
   }(*loop, pair.b.get(), stop.token(), received));
-  run_task(*loop, [](EventLoop& l, StopSource& s) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, StopSource& s) -> Task<> {
     co_await io::sleep_for(l, 10ms);
     s.request_stop();
     co_await io::sleep_for(l, 10ms);  // let both finish before the loop stops
@@ -98,7 +91,7 @@ TEST(WithStop, AnAlreadyStoppedTokenCancelsAtOnce) {
   StopSource stop;
   stop.request_stop();
   Result<size_t> result = size_t{0};
-  run_task(*loop, [](EventLoop& l, int fd, StopToken t, Result<size_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int fd, StopToken t, Result<size_t>& out) -> Task<> {
     std::array<std::byte, 16> buffer;
     out = co_await with_stop(io::recv(l, fd, buffer), t);
   }(*loop, pair.b.get(), stop.token(), result));
@@ -117,7 +110,7 @@ TEST(WithTimeout, AWholeTaskIsStoppedThroughItsToken) {
   SocketPair pair;
   ASSERT_EQ(::write(pair.a.get(), "x", 1), 1);  // the first read completes, the second waits
   Result<size_t> result = size_t{0};
-  run_task(*loop, [](EventLoop& l, int fd, Result<size_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int fd, Result<size_t>& out) -> Task<> {
     out =
         co_await with_timeout(l, 30ms, [&l, fd](StopToken stop) { return two_reads(l, fd, stop); });
   }(*loop, pair.b.get(), result));
@@ -142,7 +135,7 @@ TEST(WithTimeout, NestsInsideWithStopAndEachKeepsItsReason) {
     SocketPair own;
     out = co_await with_stop(with_deadline(io::recv(l, own.b.get(), buffer), Clock::now() + 1h), t);
   }(*loop, stopped.token(), cancelled));
-  run_task(*loop, [](EventLoop& l, StopSource& s, Result<void>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, StopSource& s, Result<void>& out) -> Task<> {
     // No deadline at all (max) arms no timer: only the sleep's own one is armed.
     out = co_await with_deadline(io::sleep_for(l, 30ms), Clock::time_point::max());
     s.request_stop();
@@ -175,14 +168,15 @@ TEST(WhenAny, OverRealOperationsTheLoserIsCancelledAndFinishedBeforeItReturns) {
   WhenAnyResult<Result<size_t>> first{0, size_t{0}};
   std::error_code receive_ended;
   std::error_code ended_when_any_returned;
-  run_task(*loop,
-           [](EventLoop& l, int fd, WhenAnyResult<Result<size_t>>& out, std::error_code& ended,
-              std::error_code& seen) -> Task<> {
-             StopSource stop;
-             out = co_await when_any(stop, receive_some(l, fd, stop.token(), ended),
-                                     sleep_then_answer(l, stop.token()));
-             seen = ended;  // the receive's completion has arrived and its task has finished
-           }(*loop, quiet.b.get(), first, receive_ended, ended_when_any_returned));
+  test::run_to_end(*loop,
+                   [](EventLoop& l, int fd, WhenAnyResult<Result<size_t>>& out,
+                      std::error_code& ended, std::error_code& seen) -> Task<> {
+                     StopSource stop;
+                     out = co_await when_any(stop, receive_some(l, fd, stop.token(), ended),
+                                             sleep_then_answer(l, stop.token()));
+                     seen =
+                         ended;  // the receive's completion has arrived and its task has finished
+                   }(*loop, quiet.b.get(), first, receive_ended, ended_when_any_returned));
   EXPECT_EQ(first.index, 1u);
   ASSERT_TRUE(first.value);
   EXPECT_EQ(*first.value, 42u);

@@ -5,6 +5,7 @@
 #include "ucp/io/Operations.h"
 #include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
+#include "ucp/net/TcpServer.h"
 
 namespace ucp::detail {
 
@@ -14,23 +15,19 @@ constexpr int32_t kProbe = -1;
 constexpr auto kProbeTimeout = std::chrono::milliseconds(2000);
 }  // namespace
 
-/// One accepted fd on its way to a worker (main loop thread).
-struct RingHandOff::Slot {
-  explicit Slot(RingHandOff* owner) noexcept : hand_off(owner), message(this, &on_sent) {}
-  RingHandOff* hand_off;
-  detail::RingMessage message;
+/// One accepted fd on its way to a worker (main loop thread): its message, and the hand-off
+/// that its outcome goes back to (a slot is an allocation of its own).
+struct RingHandOff::Slot : detail::RingMessage {
+  explicit Slot(RingHandOff& owner) noexcept : RingMessage(hook<&Slot::on_sent>), hand_off(owner) {}
+  void on_sent(Result<void> delivered) noexcept { hand_off.on_sent(*this, delivered); }
+  RingHandOff& hand_off;
   size_t worker = 0;
   int fd = -1;  // still ours until the main ring's completion confirms delivery
   Slot* next_free = nullptr;
 };
 
-RingHandOff::RingHandOff(EventLoop& main_loop, std::vector<EventLoop*> workers, void* server,
-                         Deliver deliver, Fallback fallback)
-    : main_loop_(main_loop),
-      workers_(std::move(workers)),
-      server_(server),
-      deliver_(deliver),
-      fallback_(fallback) {
+RingHandOff::RingHandOff(EventLoop& main_loop, std::vector<EventLoop*> workers, TcpServer& server)
+    : main_loop_(main_loop), workers_(std::move(workers)), server_(server) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     EventLoop* loop = workers_[i];
     // The handler belongs to the worker's thread: install it there.
@@ -80,10 +77,10 @@ bool RingHandOff::send(size_t index, UniqueFd& fd) {
   if (slot != nullptr) {
     free_ = slot->next_free;
   } else {
-    slots_.push_back(std::make_unique<Slot>(this));
+    slots_.push_back(std::make_unique<Slot>(*this));
     slot = slots_.back().get();
   }
-  if (auto sent = slot->message.send(main_loop_, *workers_[index], fd.get()); !sent) {
+  if (auto sent = slot->send(main_loop_, *workers_[index], fd.get()); !sent) {
     // Nothing left (no submission room, or the worker is stopping): the fd is untouched.
     LOG_DEBUG("msg_ring hand-off refused ({}): using the task queue", sent.error().message());
     slot->next_free = free_;
@@ -95,32 +92,30 @@ bool RingHandOff::send(size_t index, UniqueFd& fd) {
   return true;
 }
 
-void RingHandOff::on_sent(detail::RingMessage& message, Result<void> delivered) noexcept {
-  auto& slot = *static_cast<Slot*>(message.owner());
-  RingHandOff& self = *slot.hand_off;
+void RingHandOff::on_sent(Slot& slot, Result<void> delivered) noexcept {
   const size_t worker = slot.worker;
   int fd = std::exchange(slot.fd, -1);
-  slot.next_free = self.free_;
-  self.free_ = &slot;
+  slot.next_free = free_;
+  free_ = &slot;
   if (delivered) {  // the worker owns the fd now (and may have closed it already)
-    self.delivered_.fetch_add(1, std::memory_order_relaxed);
+    delivered_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   // Not delivered, so the fd is still ours: this connection goes another way.
   if (delivered.error() == std::errc::value_too_large) {  // EOVERFLOW: the worker's CQ is full
     auto now = std::chrono::steady_clock::now();
-    if (now - self.last_warning_ >= std::chrono::seconds(1)) {
-      self.last_warning_ = now;
+    if (now - last_warning_ >= std::chrono::seconds(1)) {
+      last_warning_ = now;
       LOG_WARN("msg_ring hand-off: a worker's completion queue is full; using the task queue");
     }
-  } else if (self.active_) {
-    self.active_ = false;
+  } else if (active_) {
+    active_ = false;
     LOG_WARN(
         "msg_ring hand-off failed ({}); handing connections to workers through the task "
         "queue + eventfd from now on",
         delivered.error().message());
   }
-  self.fallback_(self.server_, worker, UniqueFd(fd));
+  server_.fall_back_from_ring(worker, UniqueFd(fd));
 }
 
 void RingHandOff::receive(size_t index, int32_t value) {
@@ -128,7 +123,7 @@ void RingHandOff::receive(size_t index, int32_t value) {
     probes_received_.fetch_add(1);
     return;
   }
-  deliver_(server_, index, UniqueFd(value), workers_[index]->io_closed());
+  server_.deliver_from_ring(index, UniqueFd(value), workers_[index]->io_closed());
 }
 
 }  // namespace ucp::detail

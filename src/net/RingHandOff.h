@@ -8,12 +8,13 @@
 //
 // The fd stays the main loop's until the main ring's own completion confirms delivery; a
 // send that is refused or fails (e.g. EOVERFLOW: the worker's CQ is full) gives the fd back
-// through `fallback`, so no connection is lost. Each worker's mailbox counts messages on their
-// way, and a stopping worker keeps reaping until they have arrived (see
-// LoopAccess::set_message_handler); those arrive at `deliver` while the worker is closing.
+// through TcpServer::fall_back_from_ring, so no connection is lost. Each worker's mailbox
+// counts messages on their way, and a stopping worker keeps reaping until they have arrived
+// (see LoopAccess::set_message_handler); those arrive at TcpServer::deliver_from_ring while the
+// worker is closing.
 //
-// Thread contract: construction, probe() and send() on the main loop's thread; `deliver`
-// runs on the worker's thread.
+// Thread contract: construction, probe() and send() on the main loop's thread;
+// deliver_from_ring runs on the worker's thread.
 
 #include <atomic>
 #include <chrono>
@@ -27,17 +28,15 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/detail/RingMessage.h"
 
+namespace ucp {
+class TcpServer;
+}
+
 namespace ucp::detail {
 
 class RingHandOff {
  public:
-  /// Worker thread: a connection arrived for worker `index` (closing: that worker stops).
-  using Deliver = void (*)(void* server, size_t index, UniqueFd fd, bool closing);
-  /// Main thread: the ring could not take this connection; hand it over another way.
-  using Fallback = void (*)(void* server, size_t index, UniqueFd fd);
-
-  RingHandOff(EventLoop& main_loop, std::vector<EventLoop*> workers, void* server, Deliver deliver,
-              Fallback fallback);
+  RingHandOff(EventLoop& main_loop, std::vector<EventLoop*> workers, TcpServer& server);
   RingHandOff(const RingHandOff&) = delete;
   RingHandOff& operator=(const RingHandOff&) = delete;
   ~RingHandOff();
@@ -56,14 +55,12 @@ class RingHandOff {
 
  private:
   struct Slot;
-  static void on_sent(detail::RingMessage& message, Result<void> delivered) noexcept;
+  void on_sent(Slot& slot, Result<void> delivered) noexcept;
   void receive(size_t index, int32_t value);
 
   EventLoop& main_loop_;
   std::vector<EventLoop*> workers_;
-  void* server_;
-  Deliver deliver_;
-  Fallback fallback_;
+  TcpServer& server_;
   bool active_ = true;
   std::vector<std::unique_ptr<Slot>> slots_;  // fds on their way, reused through a free list
   Slot* free_ = nullptr;

@@ -17,19 +17,17 @@ struct StreamReader::ReadAwaiter::SingleShot {
   detail::LinkedTimeout timeout;
 };
 
-StreamReader::StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, void* owner,
-                           void (*on_idle)(void*) noexcept) noexcept
-    : TimerNode(&on_deadline),
+StreamReader::StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms,
+                           OnIdle on_idle) noexcept
+    : MultishotRecv(loop, fd, on_idle),
+      TimerNode(hook<&StreamReader::on_deadline>),
       timeout_ms_(read_timeout_ms),
-      multishot_(loop.capabilities().multishot_receive),
-      stream_(loop, fd) {
-  stream_.set_on_idle(owner, on_idle);
-}
+      multishot_(loop.capabilities().multishot_receive) {}
 
 StreamReader::~StreamReader() { assert(idle()); }
 
 void StreamReader::notify_idle() noexcept {
-  if (idle()) stream_.notify_idle();
+  if (idle()) stream().notify_idle();
 }
 
 // ---- ReadAwaiter ----
@@ -45,7 +43,7 @@ StreamReader::ReadAwaiter::~ReadAwaiter() = default;
 
 bool StreamReader::ReadAwaiter::await_ready() const noexcept {
   if (reader_.state_ != State::kOpen) return true;  // await_resume reports the stop
-  return reader_.multishot_ && reader_.stream_.has_data() &&
+  return reader_.multishot_ && reader_.stream().has_data() &&
          (lease_ != nullptr || !destination_.empty());
 }
 
@@ -57,7 +55,7 @@ bool StreamReader::ReadAwaiter::await_suspend(std::coroutine_handle<> caller) no
     return false;
   }
   if (!r.multishot_) return start_single_shot();
-  if (!r.stream_.wait(caller)) return false;  // news already (EOF, an error)
+  if (!r.stream().wait(caller)) return false;  // news already (EOF, an error)
   mode_ = Mode::kMultishot;
   r.waiting_ = this;
   if (r.timeout_ms_ > 0) {
@@ -80,7 +78,7 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
   auto& op = single_shot_->op;
   op.owner = this;
   op.code = detail::OpCode::kRecv;
-  op.fd = r.stream_.fd();
+  op.fd = r.stream().fd();
   op.data = into.data();
   op.size = static_cast<uint32_t>(std::min<size_t>(into.size(), UINT32_MAX));
   op.buffer_index = registered_index;
@@ -100,8 +98,8 @@ bool StreamReader::ReadAwaiter::start_single_shot() noexcept {
   return true;
 }
 
-std::coroutine_handle<> StreamReader::ReadAwaiter::on_single_shot(IoContext& context, int32_t res,
-                                                                  uint32_t) noexcept {
+std::coroutine_handle<> StreamReader::ReadAwaiter::on_single_shot(detail::IoContext& context,
+                                                                  int32_t res, uint32_t) noexcept {
   ReadAwaiter* self = static_cast<SingleShot::Receive&>(context).owner;
   StreamReader& r = self->reader_;
   self->result_ = res;
@@ -132,7 +130,7 @@ Result<size_t> StreamReader::ReadAwaiter::await_resume() noexcept {
       if (r.waiting_ == this) r.waiting_ = nullptr;
       r.loop().cancel_timer(r.deadline());
     }
-    auto& stream = r.stream_;  // reached in multishot mode only (or with result_ < 0)
+    auto& stream = r.stream();  // reached in multishot mode only (or with result_ < 0)
     if (result_ < 0) {
       result = bytes_from_cqe(result_);  // refused before anything was started
     } else if (r.state_ != State::kOpen) {
@@ -163,9 +161,9 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
   }
   // The stream's news has already made this reader ready (its resumption is queued in this
   // iteration): the data won the race, and a second resumption would run a finished frame.
-  if (!r.stream_.has_waiter()) return;
+  if (!r.stream().has_waiter()) return;
   r.waiting_ = nullptr;
-  r.stream_.drop_waiter();  // the stream keeps receiving for the next read
+  r.stream().drop_waiter();  // the stream keeps receiving for the next read
   r.loop().cancel_timer(r.deadline());
   result_ = -ECANCELED;
   r.loop().schedule(caller_);
@@ -173,10 +171,9 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
 
 // ---- stopping ----
 
-void StreamReader::on_deadline(TimerNode& node) noexcept {
-  auto& r = static_cast<StreamReader&>(node);
-  if (r.waiting_ == nullptr || r.waiting_->mode_ != ReadAwaiter::Mode::kMultishot) return;
-  r.stop(std::errc::timed_out);  // a timed-out connection reads no more
+void StreamReader::on_deadline() noexcept {
+  if (waiting_ == nullptr || waiting_->mode_ != ReadAwaiter::Mode::kMultishot) return;
+  stop(std::errc::timed_out);  // a timed-out connection reads no more
 }
 
 void StreamReader::stop(std::errc reason) noexcept {
@@ -188,8 +185,8 @@ void StreamReader::stop(std::errc reason) noexcept {
   // A multishot reader may be made ready already by news that came in this iteration (a
   // completion, before the timers and the coroutines that can call stop() run): it is resumed
   // once, by that, and reads `reason` all the same.
-  const bool resumed_already = multishot_ && !stream_.has_waiter();
-  if (multishot_) stream_.stop();  // drops a waiting reader without resuming it
+  const bool resumed_already = multishot_ && !stream().has_waiter();
+  if (multishot_) stream().stop();  // drops a waiting reader without resuming it
   if (reader == nullptr) return;
   if (reader->mode_ == ReadAwaiter::Mode::kSingleShot) {
     // Its completion (-ECANCELED, or data that won the race) resumes it.

@@ -18,14 +18,12 @@ namespace ucp::detail {
 // are only ever scheduled, never resumed inline, so no frame can end while the queue is
 // being walked.
 
-StreamWriter::StreamWriter(EventLoop& loop, int fd, OutputLimits limits, void* owner,
-                           OnEvent on_event) noexcept
-    : TimerNode(&on_deadline),
+StreamWriter::StreamWriter(EventLoop& loop, int fd, OutputLimits limits, OnEvent on_event) noexcept
+    : TimerNode(hook<&StreamWriter::on_deadline>),
+      VectoredSend(loop, fd, hook<&StreamWriter::on_send_complete>),
       limits_(limits),
-      send_(loop, fd, this, &on_send_complete),
-      owner_(owner),
       on_event_(on_event) {
-  detail::PreSubmitHook::run = &on_send_hook;
+  detail::PreSubmitHook::run = hook<&StreamWriter::start_send>;
 }
 
 StreamWriter::~StreamWriter() {
@@ -90,30 +88,26 @@ Result<void> StreamWriter::WriteAwaiter::await_resume() const noexcept {
 // ---- sending ----
 
 void StreamWriter::request_send() noexcept {
-  if (!send_.in_flight() && !queue_.empty())
+  if (!send().in_flight() && !queue_.empty())
     detail::LoopAccess::run_before_submit(loop(), send_hook());
 }
 
-void StreamWriter::on_send_hook(detail::PreSubmitHook& hook) noexcept {
-  static_cast<StreamWriter&>(hook).start_send();
-}
-
 void StreamWriter::start_send() noexcept {
-  if (send_.in_flight() || queue_.empty()) return;
+  if (send().in_flight() || queue_.empty()) return;
   if (error_) {  // e.g. the deadline passed while this send waited for the hook
     drop_queue();
     return;
   }
   iovec buffers[detail::VectoredSend::kMaxBuffers];
   const size_t count = queue_.gather(buffers, &in_flight_last_);
-  const auto started = send_.start({buffers, count});
+  const auto started = send().start({buffers, count});
   if (!started) {
     fail(started.error());  // loop closing, or no submission room
     return;
   }
   ++sends_submitted_;
   if (*started) {  // sent already (a backend that could without waiting): no deadline needed
-    on_send_complete(this, **started);  // last: it may free `this`
+    on_send_complete(**started);  // last: it may free `this`
     return;
   }
   if (!deadline().armed()) arm_deadline();
@@ -129,34 +123,33 @@ void StreamWriter::arm_deadline() noexcept {
   loop().add_timer(deadline(), loop().now() + std::chrono::milliseconds(timeout_ms));
 }
 
-void StreamWriter::on_send_complete(void* self, int32_t res) noexcept {
-  auto& w = *static_cast<StreamWriter*>(self);
+void StreamWriter::on_send_complete(int32_t res) noexcept {
   if (res > 0) {
-    w.bytes_written_ += static_cast<uint64_t>(res);
-    for (OutputSegment* done = w.queue_.consume(static_cast<size_t>(res)); done != nullptr;) {
+    bytes_written_ += static_cast<uint64_t>(res);
+    for (OutputSegment* done = queue_.consume(static_cast<size_t>(res)); done != nullptr;) {
       OutputSegment* following = done->next;
-      w.finish_writer(*done, {});
+      finish_writer(*done, {});
       done = following;
     }
-    w.arm_deadline();  // progress: the peer gets another full timeout
-  } else if (!w.error_) {
+    arm_deadline();  // progress: the peer gets another full timeout
+  } else if (!error_) {
     // 0 bytes of a non-empty send: the peer is gone.
-    w.error_ = error_from_errno(res == 0 ? EPIPE : -res);
+    error_ = error_from_errno(res == 0 ? EPIPE : -res);
   }
-  if (w.cancels_pending_ && !w.error_) w.settle_cancels();
-  if (w.error_) {
-    w.drop_queue();
+  if (cancels_pending_ && !error_) settle_cancels();
+  if (error_) {
+    drop_queue();
   } else {
-    w.release_waiting_writers();
-    if (w.queue_.empty()) {
-      if (w.state_ == State::kShut) ::shutdown(w.send_.fd(), SHUT_WR);
-      w.wake_flush_waiter();
+    release_waiting_writers();
+    if (queue_.empty()) {
+      if (state_ == State::kShut) ::shutdown(send().fd(), SHUT_WR);
+      wake_flush_waiter();
     } else {
-      w.request_send();
+      request_send();
     }
   }
-  // Last: it may resume close(), after which `w` may be freed.
-  if (w.on_event_ && w.idle()) w.on_event_(w.owner_, Event::kIdle);
+  // Last: it may resume close(), after which `this` may be freed.
+  if (on_event_ && idle()) on_event_(*this, Event::kIdle);
 }
 
 void StreamWriter::release_waiting_writers() noexcept {
@@ -172,8 +165,8 @@ void StreamWriter::release_waiting_writers() noexcept {
 void StreamWriter::fail(std::error_code error) noexcept {
   if (error_) return;
   error_ = error;
-  if (send_.in_flight()) {
-    send_.cancel();  // its completion drops the queue and resumes the writers with error_
+  if (send().in_flight()) {
+    send().cancel();  // its completion drops the queue and resumes the writers with error_
   } else {
     drop_queue();
   }
@@ -182,7 +175,7 @@ void StreamWriter::fail(std::error_code error) noexcept {
 
 void StreamWriter::drop_queue() noexcept {
   // Only with no send in flight: the writers' memory is theirs again.
-  assert(!send_.in_flight());
+  assert(!send().in_flight());
   if (!error_) error_ = make_error_code(std::errc::operation_canceled);
   for (OutputSegment* dropped = queue_.clear(); dropped != nullptr;) {
     OutputSegment* following = dropped->next;
@@ -213,7 +206,7 @@ void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
     fail(make_error_code(std::errc::operation_canceled));
     return;
   }
-  const OutputSegment* in_flight_until = send_.in_flight() ? in_flight_last_ : nullptr;
+  const OutputSegment* in_flight_until = send().in_flight() ? in_flight_last_ : nullptr;
   if (queue_.remove(writer, in_flight_until)) {
     writer.finish(make_error_code(std::errc::operation_canceled));
     if (queue_.empty()) loop().cancel_timer(deadline());
@@ -250,12 +243,11 @@ void StreamWriter::wake_flush_waiter() noexcept {
   if (flush_waiter_) loop().schedule(std::exchange(flush_waiter_, {}));
 }
 
-void StreamWriter::on_deadline(TimerNode& node) noexcept {
+void StreamWriter::on_deadline() noexcept {
   // The peer took nothing for the whole timeout: give up on the output.
-  auto& w = static_cast<StreamWriter&>(node);
-  if (w.queue_.empty() || w.error_) return;
-  w.fail(make_error_code(std::errc::timed_out));
-  if (w.on_event_) w.on_event_(w.owner_, Event::kTimedOut);
+  if (queue_.empty() || error_) return;
+  fail(make_error_code(std::errc::timed_out));
+  if (on_event_) on_event_(*this, Event::kTimedOut);
 }
 
 // ---- shutdown and close ----
@@ -263,7 +255,7 @@ void StreamWriter::on_deadline(TimerNode& node) noexcept {
 void StreamWriter::shutdown_write() noexcept {
   if (state_ != State::kOpen) return;
   state_ = State::kShut;
-  if (queue_.empty()) ::shutdown(send_.fd(), SHUT_WR);  // else when the last send completes
+  if (queue_.empty()) ::shutdown(send().fd(), SHUT_WR);  // else when the last send completes
 }
 
 StreamWriter::FlushAwaiter StreamWriter::close_and_flush() noexcept {

@@ -126,10 +126,8 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
     if (auto listening = start_listening(main_listener.get(), options_.listen); !listening) {
       return detail::describe_listen_error(local_, listening.error());
     }
-    auto acceptor = std::make_unique<Acceptor>();
-    acceptor->server = this;
-    acceptor->loop = main_loop_.get();
-    acceptor->listen_fd = std::move(main_listener);
+    auto acceptor =
+        std::make_unique<Acceptor>(*this, *main_loop_, nullptr, std::move(main_listener));
     detail::LoopAccess::attach(*main_loop_, acceptor->listen_fd.get());
     acceptor_list_.push_back(std::move(acceptor));
   }
@@ -141,8 +139,7 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
   } else if (acceptors_ == Acceptors::kMain && options_.msg_ring_handoff) {
     std::vector<EventLoop*> loops;
     for (auto& worker : workers_) loops.push_back(worker->loop);
-    ring_hand_off_ = std::make_unique<detail::RingHandOff>(
-        *main_loop_, std::move(loops), this, &deliver_from_ring, &fall_back_from_ring);
+    ring_hand_off_ = std::make_unique<detail::RingHandOff>(*main_loop_, std::move(loops), *this);
   }
   listeners_open_.store(acceptor_list_.size());
   pool_->place_main_thread();  // this thread runs the main loop (see the thread contract)

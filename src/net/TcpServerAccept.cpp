@@ -42,17 +42,14 @@ void TcpServer::adopt_listeners(std::vector<UniqueFd> sockets, std::string& note
     acceptors_ = Acceptors::kMain;
   }
   for (size_t i = 0; i < sockets.size(); ++i) {
-    auto acceptor = std::make_unique<Acceptor>();
-    acceptor->server = this;
     if (acceptors_ == Acceptors::kPerWorker) {
-      acceptor->loop = workers_[i]->loop;
-      acceptor->worker = workers_[i].get();
+      acceptor_list_.push_back(std::make_unique<Acceptor>(
+          *this, *workers_[i]->loop, workers_[i].get(), std::move(sockets[i])));
     } else {
-      acceptor->loop = main_loop_.get();
       detail::LoopAccess::attach(*main_loop_, sockets[i].get());
+      acceptor_list_.push_back(
+          std::make_unique<Acceptor>(*this, *main_loop_, nullptr, std::move(sockets[i])));
     }
-    acceptor->listen_fd = std::move(sockets[i]);
-    acceptor_list_.push_back(std::move(acceptor));
   }
 }
 
@@ -83,12 +80,8 @@ Result<void, Error> TcpServer::listen_per_worker(const InetAddress& address, std
       local_ = InetAddress::local_of(listening->get()).value_or(bind_to);
       bind_to = local_;
     }
-    auto acceptor = std::make_unique<Acceptor>();
-    acceptor->server = this;
-    acceptor->loop = worker->loop;
-    acceptor->worker = worker.get();
-    acceptor->listen_fd = std::move(*listening);
-    acceptor_list_.push_back(std::move(acceptor));
+    acceptor_list_.push_back(
+        std::make_unique<Acceptor>(*this, *worker->loop, worker.get(), std::move(*listening)));
   }
   if (options_.msg_ring_handoff) {
     notes +=
@@ -129,11 +122,10 @@ bool TcpServer::warn_allowed(std::chrono::steady_clock::time_point& last) noexce
   return true;
 }
 
-void TcpServer::on_multishot_accept(void* acceptor, int fd) noexcept {
-  auto& self = *static_cast<Acceptor*>(acceptor);
+void TcpServer::Acceptor::on_accept(int accepted_fd) noexcept {
   io::Accepted accepted;
-  accepted.fd = UniqueFd(fd);
-  self.server->on_accepted(self, std::move(accepted));  // peer: asked lazily
+  accepted.fd = UniqueFd(accepted_fd);
+  server->on_accepted(*this, std::move(accepted));  // peer: asked lazily
 }
 
 Task<> TcpServer::accept_connections(Acceptor& acceptor) {
@@ -145,11 +137,9 @@ Task<> TcpServer::accept_connections(Acceptor& acceptor) {
 }
 
 Task<> TcpServer::multishot_accept_loop(Acceptor& acceptor) {
-  detail::MultishotAccept multishot(*acceptor.loop, acceptor.listen_fd.get(), &acceptor,
-                                    &on_multishot_accept);
   while (!acceptor.stopping) {
     acceptor.waiting = true;
-    auto ended = co_await multishot;  // accepts until the kernel ends the multishot
+    auto ended = co_await acceptor;  // accepts until the kernel ends the multishot
     acceptor.waiting = false;
     if (acceptor.stopping) break;
     if (!ended) co_await accept_backoff(acceptor, ended.error());

@@ -27,19 +27,17 @@ void TcpServer::post_to_worker(Worker& worker, UniqueFd fd, const InetAddress& p
   });
 }
 
-void TcpServer::deliver_from_ring(void* self, size_t index, UniqueFd fd, bool closing) {
-  auto& server = *static_cast<TcpServer*>(self);
-  Worker& worker = *server.workers_[index];
+void TcpServer::deliver_from_ring(size_t index, UniqueFd fd, bool closing) {
+  Worker& worker = *workers_[index];
   if (closing) {  // on its way while this worker shut down: close it
-    server.live_.fetch_sub(1, std::memory_order_relaxed);
+    live_.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
-  worker.loop->spawn(server.serve(worker, std::move(fd), InetAddress()));
+  worker.loop->spawn(serve(worker, std::move(fd), InetAddress()));
 }
 
-void TcpServer::fall_back_from_ring(void* self, size_t index, UniqueFd fd) {
-  auto& server = *static_cast<TcpServer*>(self);
-  server.post_to_worker(*server.workers_[index], std::move(fd), InetAddress());
+void TcpServer::fall_back_from_ring(size_t index, UniqueFd fd) {
+  post_to_worker(*workers_[index], std::move(fd), InetAddress());
 }
 
 // What serve() does outside the connection's lifetime is kept in plain functions: GCC keeps

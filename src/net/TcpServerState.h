@@ -12,8 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <system_error>
+#include <utility>
 
 #include "ucp/base/UniqueFd.h"
+#include "ucp/io/detail/MultishotAccept.h"
 #include "ucp/net/TcpServer.h"
 
 namespace ucp {
@@ -53,11 +55,21 @@ struct TcpServer::Worker {
 
 /// One listening socket and the loop that accepts on it: the main loop (worker == nullptr:
 /// connections are handed off) or a worker (it serves what it accepts). Touched only on
-/// `loop`'s thread once the server runs.
-struct TcpServer::Acceptor {
-  TcpServer* server = nullptr;
-  EventLoop* loop = nullptr;
-  Worker* worker = nullptr;
+/// `loop`'s thread once the server runs. Its multishot accept (where the loop has one) calls
+/// on_accept() for each new connection.
+struct TcpServer::Acceptor : detail::MultishotAccept {
+  Acceptor(TcpServer& owner, EventLoop& accepting_loop, Worker* serving,
+           UniqueFd listening) noexcept
+      : MultishotAccept(accepting_loop, listening.get(), hook<&Acceptor::on_accept>),
+        server(&owner),
+        loop(&accepting_loop),
+        worker(serving),
+        listen_fd(std::move(listening)) {}
+  void on_accept(int accepted_fd) noexcept;  // TcpServerAccept.cpp
+
+  TcpServer* server;
+  EventLoop* loop;
+  Worker* worker;
   UniqueFd listen_fd;
   bool stopping = false;
   bool waiting = false;  // an accept is in flight: cancel it to stop

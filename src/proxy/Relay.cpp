@@ -18,19 +18,15 @@ constexpr int kClient = 0;
 constexpr int kUpstream = 1;
 
 // The state both directions share; it lives in relay()'s frame.
-struct Session {
-  struct Deadline : TimerNode {
-    Session* session = nullptr;
-  };
-
+// Its timer (the idle and total deadlines) is its base.
+struct Session : TimerNode {
   Session(TcpConnection& client, TcpConnection& upstream, RelayOptions o, RelayCounters* c) noexcept
-      : side{&client, &upstream}, options(o), counters(c) {
-    deadline.session = this;
-    deadline.set_callback(&on_deadline);
-  }
+      : TimerNode(hook<&Session::on_deadline>), side{&client, &upstream}, options(o), counters(c) {}
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-  ~Session() { loop().cancel_timer(deadline); }
+  ~Session() { loop().cancel_timer(deadline()); }
+
+  TimerNode& deadline() noexcept { return *this; }
 
   EventLoop& loop() const noexcept { return side[kClient]->loop(); }
 
@@ -48,7 +44,7 @@ struct Session {
     if (options.idle_timeout_ms != 0) {
       due = std::min(due, last_activity + std::chrono::milliseconds(options.idle_timeout_ms));
     }
-    if (due != Clock::time_point::max()) loop().add_timer(deadline, std::max(due, now));
+    if (due != Clock::time_point::max()) loop().add_timer(deadline(), std::max(due, now));
   }
 
   // Bytes moved: the idle deadline is pushed back lazily (the timer, when it fires, finds
@@ -64,16 +60,15 @@ struct Session {
     }
   }
 
-  static void on_deadline(TimerNode& node) noexcept {
-    Session& s = *static_cast<Deadline&>(node).session;
-    const Clock::time_point now = s.loop().now();
-    if (now >= s.total_due) {
-      s.stop(RelayEnd::kTotalTimeout);
-    } else if (s.options.idle_timeout_ms != 0 &&
-               now >= s.last_activity + std::chrono::milliseconds(s.options.idle_timeout_ms)) {
-      s.stop(RelayEnd::kIdleTimeout);
+  void on_deadline() noexcept {
+    const Clock::time_point now = loop().now();
+    if (now >= total_due) {
+      stop(RelayEnd::kTotalTimeout);
+    } else if (options.idle_timeout_ms != 0 &&
+               now >= last_activity + std::chrono::milliseconds(options.idle_timeout_ms)) {
+      stop(RelayEnd::kIdleTimeout);
     } else {
-      s.arm(now);
+      arm(now);
     }
   }
 
@@ -84,7 +79,7 @@ struct Session {
     ended = true;
     result.end = why;
     result.error = error;
-    loop().cancel_timer(deadline);
+    loop().cancel_timer(deadline());
     side[kClient]->stop_reading();
     side[kUpstream]->stop_reading();
     for (auto* write : writing) {
@@ -167,7 +162,6 @@ struct Session {
   RelayOptions options;
   RelayCounters* counters;
   detail::StreamWriter::WriteAwaiter* writing[2] = {nullptr, nullptr};  // by direction
-  Deadline deadline;
   Clock::time_point last_activity{};
   Clock::time_point total_due = Clock::time_point::max();
   RelayResult result;

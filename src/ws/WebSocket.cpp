@@ -29,7 +29,8 @@ namespace ucp::ws {
 WebSocket::WebSocket(TcpConnection& tcp, const Options& options, Role role, BufferLease received,
                      const detail::Negotiated& negotiated,
                      std::unique_ptr<detail::WebSocketExtras> extras) noexcept
-    : tcp_(tcp),
+    : TimerNode(hook<&WebSocket::on_timer>),
+      tcp_(tcp),
       options_(options),
       input_(std::move(received)),
       extras_(std::move(extras)),
@@ -47,7 +48,6 @@ WebSocket::WebSocket(TcpConnection& tcp, const Options& options, Role role, Buff
       if (extras_->deflate) r->enable_inflate(&extras_->deflate->inflater);
     }
   }
-  set_callback(&on_timer);
   if (options.ping_interval_ms > 0) arm_timer(options.ping_interval_ms);
 }
 

@@ -48,16 +48,15 @@ void WebSocket::note_activity() noexcept {
   if (state_ == State::kOpen && options_.ping_interval_ms > 0) arm_timer(options_.ping_interval_ms);
 }
 
-void WebSocket::on_timer(TimerNode& node) noexcept {
-  WebSocket& ws = static_cast<WebSocket&>(node);
-  if (ws.state_ == State::kClosed) return;
-  if (ws.state_ == State::kClosing || ws.ping_outstanding_) {
-    ws.timer_expired_ = true;  // the peer's close frame, or the answer to our ping, is late
+void WebSocket::on_timer() noexcept {
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kClosing || ping_outstanding_) {
+    timer_expired_ = true;  // the peer's close frame, or the answer to our ping, is late
   } else {
-    ws.ping_due_ = true;  // quiet for ping_interval_ms: ask
+    ping_due_ = true;  // quiet for ping_interval_ms: ask
   }
   // Wake the reading side if it waits for data; otherwise it looks at the flags when next run.
-  if (ws.reading_ != nullptr) ws.reading_->cancel();
+  if (reading_ != nullptr) reading_->cancel();
 }
 
 void WebSocket::cancel_receive() noexcept {

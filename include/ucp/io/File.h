@@ -43,6 +43,10 @@
 
 namespace ucp {
 
+namespace detail {
+struct ReadBatch;
+}
+
 /// One read of File::read_batch: where to read from and into, then its result. Holds the
 /// operation itself, so a batch needs no allocation: keep the array alive until the batch
 /// resumes.
@@ -66,7 +70,7 @@ class ReadRequest {
  private:
   friend class File;
   struct Read : detail::Operation {
-    void* batch = nullptr;
+    detail::ReadBatch* batch = nullptr;  // the read_batch() call it is part of
   };
   std::span<std::byte> buffer_;
   uint64_t offset_ = 0;
@@ -117,7 +121,6 @@ class File {
   EventLoop& loop() const noexcept { return *loop_; }
 
  private:
-  struct Batch;
   EventLoop* loop_;
   UniqueFd fd_;
 };

@@ -64,9 +64,9 @@ class [[nodiscard]] SendOp : public detail::OperationAwaiter {
 /// Sends all of `data`, re-submitting after short sends inside the completion (the coroutine
 /// resumes once: all sent, or the first error). `start` may be called later than
 /// construction, e.g. when the awaiter waited its turn behind another send.
-class [[nodiscard]] SendAllOp {
+class [[nodiscard]] SendAllOp : private detail::Operation {
  public:
-  SendAllOp(EventLoop& loop, int fd, std::span<const std::byte> data) noexcept;
+  SendAllOp(EventLoop& loop, int socket, std::span<const std::byte> bytes) noexcept;
   SendAllOp(const SendAllOp&) = delete;
   SendAllOp& operator=(const SendAllOp&) = delete;
   bool await_ready() const noexcept { return false; }
@@ -78,18 +78,15 @@ class [[nodiscard]] SendAllOp {
   int32_t result() const noexcept { return result_; }
 
  private:
-  struct Send : detail::Operation {
-    SendAllOp* owner = nullptr;
-  };
-  static std::coroutine_handle<> on_send(detail::IoContext& context, int32_t res,
-                                         uint32_t flags) noexcept;
+  friend HookAccess;
+  std::coroutine_handle<> on_send(int32_t res, uint32_t completion) noexcept;
   bool submit_next() noexcept;
+  detail::Operation& op() noexcept { return *this; }
 
   EventLoop& loop_;
   std::span<const std::byte> data_;
   size_t sent_ = 0;
   int32_t result_ = 0;
-  Send op_;
 };
 
 /// Files and pipes: one read at `offset` (kCurrentPosition: the file position).
@@ -145,10 +142,9 @@ class [[nodiscard]] FsyncOp : public detail::OperationAwaiter {
 /// Short transfers are continued inside the completion, so the coroutine resumes once: with the
 /// bytes sent, fewer than `length` only when the file ended first, or the first error (sent()
 /// then says how far it got). Neither fd's file position moves.
-class [[nodiscard]] SendFileOp {
+class [[nodiscard]] SendFileOp : private detail::Operation {
  public:
-  SendFileOp(EventLoop& loop, int socket_fd, int file_fd, uint64_t offset,
-             uint64_t length) noexcept;
+  SendFileOp(EventLoop& loop, int socket_fd, int file_fd, uint64_t from, uint64_t length) noexcept;
   SendFileOp(const SendFileOp&) = delete;
   SendFileOp& operator=(const SendFileOp&) = delete;
   bool await_ready() const noexcept { return length_ == 0; }
@@ -159,12 +155,10 @@ class [[nodiscard]] SendFileOp {
   uint64_t sent() const noexcept { return sent_; }
 
  private:
-  struct Send : detail::Operation {
-    SendFileOp* owner = nullptr;
-  };
-  static std::coroutine_handle<> on_sent(detail::IoContext& context, int32_t res,
-                                         uint32_t flags) noexcept;
+  friend HookAccess;
+  std::coroutine_handle<> on_sent(int32_t res, uint32_t completion) noexcept;
   bool submit_next() noexcept;
+  detail::Operation& op() noexcept { return *this; }
 
   EventLoop& loop_;
   uint64_t offset_;
@@ -173,7 +167,6 @@ class [[nodiscard]] SendFileOp {
   int32_t error_ = 0;
   bool in_flight_ = false;
   bool cancelled_ = false;
-  Send op_;
 };
 
 struct Accepted {
@@ -219,7 +212,7 @@ class [[nodiscard]] CancelFdOp : public detail::OperationAwaiter {
 
 /// Completes after `duration` on the loop's timer heap; operation_canceled when cancel() is
 /// called first or the loop shuts down.
-class [[nodiscard]] SleepOp {
+class [[nodiscard]] SleepOp : private TimerNode {
  public:
   SleepOp(EventLoop& loop, Clock::time_point due) noexcept;
   SleepOp(const SleepOp&) = delete;
@@ -231,13 +224,12 @@ class [[nodiscard]] SleepOp {
   EventLoop& loop() const noexcept { return loop_; }
 
  private:
-  static void on_fire(TimerNode& node) noexcept;
-  struct Node : TimerNode {
-    SleepOp* owner = nullptr;
-  };
+  friend HookAccess;
+  void on_fire() noexcept;
+  TimerNode& timer() noexcept { return *this; }
+
   EventLoop& loop_;
   Clock::time_point due_;
-  Node node_;
   std::coroutine_handle<> waiter_;
   bool cancelled_ = false;
 };

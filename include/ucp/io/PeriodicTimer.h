@@ -38,7 +38,7 @@ class PeriodicTimer {
   PeriodicTimer& operator=(const PeriodicTimer&) = delete;
   ~PeriodicTimer();
 
-  class [[nodiscard]] TickAwaiter {
+  class [[nodiscard]] TickAwaiter : private TimerNode {
    public:
     explicit TickAwaiter(PeriodicTimer& timer) noexcept;
     TickAwaiter(const TickAwaiter&) = delete;
@@ -54,13 +54,12 @@ class PeriodicTimer {
 
    private:
     friend class PeriodicTimer;
-    static void on_fire(TimerNode& node) noexcept;
-    struct Node : TimerNode {
-      TickAwaiter* owner = nullptr;
-    };
+    friend HookAccess;
+    void on_fire() noexcept;
+    TimerNode& node() noexcept { return *this; }
+
     PeriodicTimer* timer_;  // null once the timer is gone (its destructor cancelled us)
     EventLoop& loop_;
-    Node node_;
     std::coroutine_handle<> caller_;
     bool cancelled_ = false;
   };

@@ -2,8 +2,12 @@
 // Timers of one loop: intrusive nodes in a per-loop 4-ary min-heap, driven by the loop's wait
 // timeout (no kernel timer object per timer, no allocation per timer).
 //
-//   ucp::TimerNode node(&on_fire);            // lives in its owner, e.g. a connection
-//   loop.add_timer(node, loop.now() + 5s);   // fire once, about then
+//   class Session : private ucp::TimerNode {  // lives in its owner, e.g. a connection
+//     Session() : TimerNode(ucp::hook<&Session::on_timer>) {}  // ucp/base/Hook.h
+//     void on_timer() noexcept;
+//     friend ucp::HookAccess;
+//   };
+//   loop.add_timer(node, loop.now() + 5s);   // fire once, about then (node: the TimerNode)
 //   loop.add_timer(node, later);             // moving it later is O(1): see below
 //   loop.cancel_timer(node);                 // or let ~TimerNode do it
 //
@@ -20,6 +24,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "ucp/base/Hook.h"
+
 namespace ucp {
 
 /// The one clock of UCP's loops and timers.
@@ -29,9 +35,10 @@ namespace detail {
 class TimerQueue;
 }
 
-/// One timer of a loop (see above): intrusive, so it lives in its owner, which the callback
-/// finds from the node (a derived struct, or a private base of the owner). Destroying a queued
-/// node removes it from the heap. The owning loop's thread only.
+/// One timer of a loop (see above): intrusive, so it lives in its owner, which holds it as a
+/// base and is found from it by the callback hook<&Owner::f> makes (ucp/base/Hook.h; a plain
+/// function taking the node does too). Destroying a queued node removes it from the heap. The
+/// owning loop's thread only.
 class TimerNode {
  public:
   using Fire = void (*)(TimerNode&) noexcept;

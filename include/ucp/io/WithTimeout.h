@@ -31,6 +31,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ucp/base/Hook.h"
 #include "ucp/base/Result.h"
 #include "ucp/coro/StopToken.h"
 #include "ucp/coro/Task.h"
@@ -78,12 +79,10 @@ R reason_for_cancel(R result, std::errc error) {
 /// Awaits `inner` (a temporary of the co_await expression, or an lvalue that outlives it),
 /// cancelling it when `due` passes first.
 template <CancellableAwaiter A>
-class [[nodiscard]] TimeoutAwaiter {
+class [[nodiscard]] TimeoutAwaiter : private TimerNode {
  public:
-  TimeoutAwaiter(A& inner, Clock::time_point due) noexcept : inner_(inner), due_(due) {
-    timer_.owner = this;
-    timer_.set_callback(&on_fire);
-  }
+  TimeoutAwaiter(A& inner, Clock::time_point due) noexcept
+      : TimerNode(hook<&TimeoutAwaiter::on_fire>), inner_(inner), due_(due) {}
   TimeoutAwaiter(const TimeoutAwaiter&) = delete;
   TimeoutAwaiter& operator=(const TimeoutAwaiter&) = delete;
 
@@ -93,11 +92,11 @@ class [[nodiscard]] TimeoutAwaiter {
     if (next == caller) return caller;  // it did not suspend
     // Nothing resumes the caller before the loop's next completions, or before `next` (which
     // runs after this returns) hands back: arming now is in time.
-    if (due_ != Clock::time_point::max()) inner_.loop().add_timer(timer_, due_);
+    if (due_ != Clock::time_point::max()) inner_.loop().add_timer(timer(), due_);
     return next;
   }
   auto await_resume() {
-    inner_.loop().cancel_timer(timer_);
+    inner_.loop().cancel_timer(timer());
     if (!fired_) return inner_.await_resume();
     return detail::reason_for_cancel(inner_.await_resume(), std::errc::timed_out);
   }
@@ -106,27 +105,25 @@ class [[nodiscard]] TimeoutAwaiter {
   void cancel() noexcept { inner_.cancel(); }
 
  private:
-  struct Timer : TimerNode {
-    TimeoutAwaiter* owner = nullptr;
-  };
-  static void on_fire(TimerNode& node) noexcept {
-    TimeoutAwaiter* self = static_cast<Timer&>(node).owner;
-    self->fired_ = true;
-    self->inner_.cancel();
+  friend HookAccess;
+  void on_fire() noexcept {
+    fired_ = true;
+    inner_.cancel();
   }
+  TimerNode& timer() noexcept { return *this; }
 
   A& inner_;
   Clock::time_point due_;
-  Timer timer_;
   bool fired_ = false;
 };
 
 /// Awaits `inner`, cancelling it when `token`'s source requests stop (at once if it already
 /// has: the operation is then cancelled as soon as it starts).
 template <CancellableAwaiter A>
-class [[nodiscard]] StopAwaiter {
+class [[nodiscard]] StopAwaiter : private StopCallbackBase {
  public:
-  StopAwaiter(A& inner, StopToken token) noexcept : inner_(inner), token_(token) {}
+  StopAwaiter(A& inner, StopToken token) noexcept
+      : StopCallbackBase(hook<&StopAwaiter::on_stop>), inner_(inner), token_(token) {}
   StopAwaiter(const StopAwaiter&) = delete;
   StopAwaiter& operator=(const StopAwaiter&) = delete;
 
@@ -134,29 +131,22 @@ class [[nodiscard]] StopAwaiter {
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) {
     const std::coroutine_handle<> next = detail::suspend_inner(inner_, caller);
     if (next == caller) return caller;  // it did not suspend
-    callback_.attach(token_);
+    attach(token_);
     return next;
   }
   auto await_resume() {
-    callback_.detach();
+    detach();
     return inner_.await_resume();
   }
   EventLoop& loop() noexcept { return inner_.loop(); }
   void cancel() noexcept { inner_.cancel(); }
 
  private:
-  struct Callback : StopCallbackBase {
-    explicit Callback(StopAwaiter* o) noexcept : StopCallbackBase(&invoke), owner(o) {}
-    static void invoke(StopCallbackBase& base) noexcept {
-      static_cast<Callback&>(base).owner->inner_.cancel();
-    }
-    using StopCallbackBase::attach;
-    using StopCallbackBase::detach;
-    StopAwaiter* owner;
-  };
+  friend HookAccess;
+  void on_stop() noexcept { inner_.cancel(); }
+
   A& inner_;
   StopToken token_;
-  Callback callback_{this};
 };
 
 template <CancellableAwaiter A, class Rep, class Period>
@@ -183,15 +173,14 @@ auto with_timeout(EventLoop& loop, std::chrono::duration<Rep, Period> d, Make ma
   using R = typename std::invoke_result_t<Make&, StopToken>::value_type;
   StopSource stop;
   struct Timer : TimerNode {
-    StopSource* source = nullptr;
+    explicit Timer(StopSource& s) noexcept : TimerNode(hook<&Timer::fire>), source(s) {}
+    void fire() noexcept {
+      fired = true;
+      source.request_stop();
+    }
+    StopSource& source;
     bool fired = false;
-  } timer;
-  timer.source = &stop;
-  timer.set_callback([](TimerNode& node) noexcept {
-    auto& self = static_cast<Timer&>(node);
-    self.fired = true;
-    self.source->request_stop();
-  });
+  } timer(stop);
   loop.add_timer(timer, Clock::now() + std::chrono::duration_cast<Clock::duration>(d));
   R result = co_await make(stop.token());
   loop.cancel_timer(timer);

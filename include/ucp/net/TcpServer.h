@@ -38,7 +38,6 @@
 #include "ucp/coro/Task.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
-#include "ucp/io/detail/MultishotAccept.h"
 #include "ucp/net/CpuAffinity.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
@@ -164,6 +163,7 @@ class TcpServer {
   struct Erased {};  // the handler is a Handler already
   TcpServer(const ServerOptions& options, const LoopOptions& loop_options, Handler handler, Erased);
 
+  friend class detail::RingHandOff;
   struct Worker;
   struct Acceptor;
   struct ConnectionNode {
@@ -179,7 +179,6 @@ class TcpServer {
   Task<> accept_loop(Acceptor& acceptor);
   Task<> multishot_accept_loop(Acceptor& acceptor);
   Task<> accept_backoff(Acceptor& acceptor, std::error_code error);
-  static void on_multishot_accept(void* acceptor, int fd) noexcept;
   void on_accepted(Acceptor& acceptor, io::Accepted accepted);
   bool admit(Acceptor& acceptor);
   Task<> close_acceptor(Acceptor& acceptor);
@@ -192,8 +191,10 @@ class TcpServer {
   Task<> shutdown_sequence();
   void hand_off(UniqueFd fd, const InetAddress& peer);
   void post_to_worker(Worker& worker, UniqueFd fd, const InetAddress& peer);
-  static void deliver_from_ring(void* self, size_t index, UniqueFd fd, bool closing);
-  static void fall_back_from_ring(void* self, size_t index, UniqueFd fd);
+  // The ring hand-off's ends (detail::RingHandOff): a connection arrived at worker `index`
+  // (closing: that worker stops), and one the ring could not take goes through post instead.
+  void deliver_from_ring(size_t index, UniqueFd fd, bool closing);
+  void fall_back_from_ring(size_t index, UniqueFd fd);
   static bool warn_allowed(std::chrono::steady_clock::time_point& last) noexcept;
 
   ServerOptions options_;

@@ -268,7 +268,8 @@ class WebSocket : private TimerNode {
   Task<> linger();
   void end(uint16_t code, std::error_code why) noexcept;
   void cancel_receive() noexcept;
-  static void on_timer(TimerNode& node) noexcept;
+  friend HookAccess;
+  void on_timer() noexcept;
   void arm_timer(uint32_t ms) noexcept;
   void note_activity() noexcept;
   detail::FrameReader& reader() noexcept;

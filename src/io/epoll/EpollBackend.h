@@ -68,8 +68,12 @@ class EpollBackend;
 /// An operation's deadline on this backend, in its LinkedTimeout's storage: a loop timer,
 /// armed while the operation is parked, that ends it with -ETIMEDOUT. Made the first time the
 /// operation parks and ended with the LinkedTimeout (LinkedTimeout::end), so a timer the heap
-/// still holds (cancelled lazily) leaves it then.
+/// still holds (cancelled lazily) leaves it then. It lives apart from the operation and from
+/// the backend, so it keeps a pointer to each.
 struct EpollDeadline : TimerNode {
+  EpollDeadline() noexcept : TimerNode(hook<&EpollDeadline::expire>) {}
+  void expire() noexcept;  // EpollReadiness.cpp
+
   Operation* operation = nullptr;
   EpollBackend* backend = nullptr;
 };
@@ -181,7 +185,8 @@ class EpollBackend final : public Backend {
   void on_event(const epoll_event& event) noexcept;
   void on_files_done() noexcept;
   bool start_file_workers() noexcept;
-  static void on_deadline(TimerNode& node) noexcept;
+  friend struct EpollDeadline;
+  void on_deadline(Operation& op) noexcept;
 
   void complete(Operation& op, int32_t res, uint32_t flags = 0) noexcept;
   void deliver_completions(ReadyList& ready, uint32_t limit);

@@ -27,6 +27,7 @@
 #include "ucp/io/detail/LoopAccess.h"
 #include "ucp/io/detail/MultishotRecv.h"
 
+#include "LoopRunner.h"
 #include "SeccompFilter.h"
 #include "SocketPair.h"
 
@@ -47,14 +48,6 @@ std::unique_ptr<EventLoop> make_epoll_loop(LoopOptions options = {}) {
 
 detail::EpollBackend& epoll_of(EventLoop& loop) {
   return static_cast<detail::EpollBackend&>(detail::LoopAccess::backend(loop));
-}
-
-void run_task(EventLoop& loop, Task<> body) {
-  loop.spawn([](EventLoop& l, Task<> inner) -> Task<> {
-    co_await std::move(inner);
-    l.stop();
-  }(loop, std::move(body)));
-  loop.run();
 }
 
 using test::SocketPair;
@@ -121,27 +114,27 @@ TEST(EpollBackend, AnFdClosedOutsideTheLoopAndReusedInheritsNothing) {
   Result<size_t> timed_out = size_t{0};
   Result<size_t> reused = Unexpected{std::errc::io_error};
   std::string got;
-  run_task(*loop,
-           [](EventLoop& l, std::unique_ptr<SocketPair>& old, int fd_number, Result<size_t>& stale,
-              Result<size_t>& fresh, std::string& out) -> Task<> {
-             std::array<std::byte, 16> buffer;
-             stale = co_await io::recv(l, old->b.get(), buffer, /*timeout_ms=*/10);
-             old.reset();  // closed outside the loop, no detach, no io::close
-             SocketPair next;
-             EXPECT_EQ(next.b.get(), fd_number)
-                 << "the number was not reused: the test proves nothing";
-             bool done = false;
-             l.spawn([](EventLoop& inner, int fd, Result<size_t>& r, std::string& text,
-                        bool& finished) -> Task<> {
-               std::array<std::byte, 16> into;
-               r = co_await io::recv(inner, fd, into, /*timeout_ms=*/5000);
-               if (r) text = text_of(into, *r);
-               finished = true;
-             }(l, next.b.get(), fresh, out, done));
-             co_await io::sleep_for(l, 5ms);  // the receive is parked by now
-             EXPECT_EQ(::send(next.a.get(), "fresh", 5, MSG_NOSIGNAL), 5);
-             co_await wait_until(l, done);
-           }(*loop, first, number, timed_out, reused, got));
+  test::run_to_end(*loop,
+                   [](EventLoop& l, std::unique_ptr<SocketPair>& old, int fd_number,
+                      Result<size_t>& stale, Result<size_t>& fresh, std::string& out) -> Task<> {
+                     std::array<std::byte, 16> buffer;
+                     stale = co_await io::recv(l, old->b.get(), buffer, /*timeout_ms=*/10);
+                     old.reset();  // closed outside the loop, no detach, no io::close
+                     SocketPair next;
+                     EXPECT_EQ(next.b.get(), fd_number)
+                         << "the number was not reused: the test proves nothing";
+                     bool done = false;
+                     l.spawn([](EventLoop& inner, int fd, Result<size_t>& r, std::string& text,
+                                bool& finished) -> Task<> {
+                       std::array<std::byte, 16> into;
+                       r = co_await io::recv(inner, fd, into, /*timeout_ms=*/5000);
+                       if (r) text = text_of(into, *r);
+                       finished = true;
+                     }(l, next.b.get(), fresh, out, done));
+                     co_await io::sleep_for(l, 5ms);  // the receive is parked by now
+                     EXPECT_EQ(::send(next.a.get(), "fresh", 5, MSG_NOSIGNAL), 5);
+                     co_await wait_until(l, done);
+                   }(*loop, first, number, timed_out, reused, got));
   EXPECT_EQ(timed_out.error(), std::errc::timed_out);
   ASSERT_TRUE(reused) << reused.error().message();
   EXPECT_EQ(got, "fresh");
@@ -153,7 +146,7 @@ TEST(EpollBackend, AttachedAndNonBlockingStateDiesWithTheFdNumber) {
   auto loop = make_epoll_loop();
   ASSERT_TRUE(loop);
   std::vector<std::string> events;
-  run_task(*loop, [](EventLoop& l, std::vector<std::string>& log) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, std::vector<std::string>& log) -> Task<> {
     std::array<std::byte, 16> buffer;
     int number;
     {
@@ -215,7 +208,7 @@ TEST(EpollBackend, DetachWithOperationsWaitingKeepsThemRunning) {
   ASSERT_TRUE(loop);
   SocketPair pair;
   Result<size_t> received = Unexpected{std::errc::io_error};
-  run_task(*loop, [](EventLoop& l, int a, int b, Result<size_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int a, int b, Result<size_t>& out) -> Task<> {
     detail::LoopAccess::attach(l, b);
     bool done = false;
     l.spawn([](EventLoop& inner, int fd, Result<size_t>& r, bool& d) -> Task<> {
@@ -238,7 +231,7 @@ TEST(EpollBackend, ReceivesWaitingOnOneFdCompleteInSubmissionOrder) {
   SocketPair pair;
   detail::LoopAccess::attach(*loop, pair.b.get());
   std::string order;
-  run_task(*loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
     int finished = 0;
     for (int i = 0; i < 3; ++i) {
       l.spawn([](EventLoop& inner, int fd, std::string& o, int& f) -> Task<> {
@@ -287,36 +280,39 @@ TEST(EpollBackend, PeerSendingWhileTheReceiveIsPausedDoesNotSpinTheLoop) {
   } report;
   {
     detail::MultishotRecv stream(*loop, pair.b.get());
-    run_task(*loop,
-             [](EventLoop& l, detail::MultishotRecv& s, std::atomic<bool>& stop,
-                std::atomic<uint64_t>& total, int writer, Report& r) -> Task<> {
-               struct Wait {
-                 detail::MultishotRecv& stream;
-                 bool await_ready() const noexcept { return false; }
-                 bool await_suspend(std::coroutine_handle<> h) noexcept { return stream.wait(h); }
-                 void await_resume() const noexcept {}
-               };
-               co_await Wait{s};
-               // Not reading: the queue fills and the receive pauses.
-               for (int i = 0; i < 1000 && s.pauses() == 0; ++i) co_await io::sleep_for(l, 1ms);
-               r.pauses = s.pauses();
-               const uint64_t waits_before = l.stats().submit_calls;
-               const auto cpu_before = thread_cpu_time();
-               co_await io::sleep_for(l, 300ms);  // the peer keeps sending meanwhile
-               r.waits_while_paused = l.stats().submit_calls - waits_before;
-               r.cpu_while_paused = thread_cpu_time() - cpu_before;
-               stop = true;
-               co_await io::sleep_for(l, 5ms);
-               ::shutdown(writer, SHUT_WR);
-               std::array<std::byte, 4096> sink;
-               for (int i = 0; i < 100000; ++i) {
-                 if (!s.has_data() && !s.at_eof() && s.error() == 0) co_await Wait{s};
-                 r.received += s.copy_out(sink);
-                 if (!s.has_data() && (s.at_eof() || s.error() != 0)) break;
-               }
-               for (int i = 0; i < 1000 && s.busy(); ++i) co_await io::sleep_for(l, 1ms);
-               EXPECT_EQ(r.received, total.load());
-             }(*loop, stream, stop_sending, sent, pair.a.get(), report));
+    test::run_to_end(*loop,
+                     [](EventLoop& l, detail::MultishotRecv& s, std::atomic<bool>& stop,
+                        std::atomic<uint64_t>& total, int writer, Report& r) -> Task<> {
+                       struct Wait {
+                         detail::MultishotRecv& stream;
+                         bool await_ready() const noexcept { return false; }
+                         bool await_suspend(std::coroutine_handle<> h) noexcept {
+                           return stream.wait(h);
+                         }
+                         void await_resume() const noexcept {}
+                       };
+                       co_await Wait{s};
+                       // Not reading: the queue fills and the receive pauses.
+                       for (int i = 0; i < 1000 && s.pauses() == 0; ++i)
+                         co_await io::sleep_for(l, 1ms);
+                       r.pauses = s.pauses();
+                       const uint64_t waits_before = l.stats().submit_calls;
+                       const auto cpu_before = thread_cpu_time();
+                       co_await io::sleep_for(l, 300ms);  // the peer keeps sending meanwhile
+                       r.waits_while_paused = l.stats().submit_calls - waits_before;
+                       r.cpu_while_paused = thread_cpu_time() - cpu_before;
+                       stop = true;
+                       co_await io::sleep_for(l, 5ms);
+                       ::shutdown(writer, SHUT_WR);
+                       std::array<std::byte, 4096> sink;
+                       for (int i = 0; i < 100000; ++i) {
+                         if (!s.has_data() && !s.at_eof() && s.error() == 0) co_await Wait{s};
+                         r.received += s.copy_out(sink);
+                         if (!s.has_data() && (s.at_eof() || s.error() != 0)) break;
+                       }
+                       for (int i = 0; i < 1000 && s.busy(); ++i) co_await io::sleep_for(l, 1ms);
+                       EXPECT_EQ(r.received, total.load());
+                     }(*loop, stream, stop_sending, sent, pair.a.get(), report));
   }
   stop_sending = true;
   sender.join();
@@ -353,36 +349,38 @@ TEST(EpollBackend, SendsParkedOnAFullSocketBufferWakeInOrderWhenThePeerReads) {
     std::vector<std::pair<char, int32_t>> completions;
     std::string received;
     std::thread reader;
-    run_task(*loop,
-             [](EventLoop& l, int a, int b, const std::string& one, const std::string& two,
-                uint64_t skip, std::vector<std::pair<char, int32_t>>& done, std::string& got,
-                std::thread& peer) -> Task<> {
-               for (const std::string* data : {&one, &two}) {
-                 l.spawn([](EventLoop& inner, int fd, const std::string& d,
-                            std::vector<std::pair<char, int32_t>>& out) -> Task<> {
-                   auto r = co_await io::send(inner, fd, bytes_of(d));
-                   out.emplace_back(d[0], r ? static_cast<int32_t>(*r) : -1);
-                 }(l, a, *data, done));
-               }
-               co_await io::sleep_for(l, 10ms);
-               EXPECT_TRUE(done.empty()) << "a send completed on a full socket buffer";
-               peer = std::thread([b, skip, &got] {  // reads slowly until 1 s without data
-                 std::vector<char> buffer(8192);
-                 uint64_t skipped = 0;
-                 for (;;) {
-                   pollfd p{b, POLLIN, 0};
-                   if (::poll(&p, 1, 1000) <= 0) return;
-                   ssize_t n = ::recv(b, buffer.data(), buffer.size(), MSG_DONTWAIT);
-                   if (n <= 0) return;
-                   size_t from = 0;
-                   while (skipped < skip && from < static_cast<size_t>(n)) ++skipped, ++from;
-                   got.append(buffer.data() + from, static_cast<size_t>(n) - from);
-                   std::this_thread::sleep_for(100us);
-                 }
-               });
-               for (int i = 0; i < 10000 && done.size() < 2; ++i) co_await io::sleep_for(l, 1ms);
-             }(*loop, pair.a.get(), pair.b.get(), first, second, prefilled, completions, received,
-                                   reader));
+    test::run_to_end(*loop,
+                     [](EventLoop& l, int a, int b, const std::string& one, const std::string& two,
+                        uint64_t skip, std::vector<std::pair<char, int32_t>>& done,
+                        std::string& got, std::thread& peer) -> Task<> {
+                       for (const std::string* data : {&one, &two}) {
+                         l.spawn([](EventLoop& inner, int fd, const std::string& d,
+                                    std::vector<std::pair<char, int32_t>>& out) -> Task<> {
+                           auto r = co_await io::send(inner, fd, bytes_of(d));
+                           out.emplace_back(d[0], r ? static_cast<int32_t>(*r) : -1);
+                         }(l, a, *data, done));
+                       }
+                       co_await io::sleep_for(l, 10ms);
+                       EXPECT_TRUE(done.empty()) << "a send completed on a full socket buffer";
+                       peer = std::thread([b, skip, &got] {  // reads slowly until 1 s without data
+                         std::vector<char> buffer(8192);
+                         uint64_t skipped = 0;
+                         for (;;) {
+                           pollfd p{b, POLLIN, 0};
+                           if (::poll(&p, 1, 1000) <= 0) return;
+                           ssize_t n = ::recv(b, buffer.data(), buffer.size(), MSG_DONTWAIT);
+                           if (n <= 0) return;
+                           size_t from = 0;
+                           while (skipped < skip && from < static_cast<size_t>(n))
+                             ++skipped, ++from;
+                           got.append(buffer.data() + from, static_cast<size_t>(n) - from);
+                           std::this_thread::sleep_for(100us);
+                         }
+                       });
+                       for (int i = 0; i < 10000 && done.size() < 2; ++i)
+                         co_await io::sleep_for(l, 1ms);
+                     }(*loop, pair.a.get(), pair.b.get(), first, second, prefilled, completions,
+                                                             received, reader));
     reader.join();
     ASSERT_EQ(completions.size(), 2u);
     EXPECT_EQ(completions[0].first, '1');  // FIFO: the second waited behind the first
@@ -404,7 +402,7 @@ TEST(EpollBackend, BlockingSocketsOfTheApplicationNeverBlockTheLoop) {
   SocketPair pair;  // blocking, both ends
   detail::LoopAccess::attach(*loop, pair.b.get());
   std::vector<std::string> events;
-  run_task(*loop, [](EventLoop& l, int a, int b, std::vector<std::string>& log) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int a, int b, std::vector<std::string>& log) -> Task<> {
     // A full one-byte read leaves the hint "readable": the next receive is tried at once,
     // must not block, and waits for the next byte while timers run.
     EXPECT_EQ(::send(a, "1", 1, MSG_NOSIGNAL), 1);
@@ -443,7 +441,7 @@ TEST(EpollBackend, AcceptOnABlockingListenerWaitsWithoutBlocking) {
   detail::LoopAccess::attach(*loop, listener.get());
   std::vector<std::string> events;
   std::vector<UniqueFd> clients;
-  run_task(
+  test::run_to_end(
       *loop,
       [](EventLoop& l, int fd, sockaddr_in to, std::vector<UniqueFd>& mine,
          std::vector<std::string>& log) -> Task<> {
@@ -487,7 +485,7 @@ TEST(EpollBackend, FileOperationsOnTheWorkersCompleteWithTheirOwnBytes) {
   ASSERT_GE(fd, 0);
   ::unlink(path);
   int mismatches = 0, completed = 0;
-  run_task(*loop, [](EventLoop& l, int file, int& bad, int& ok) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int file, int& bad, int& ok) -> Task<> {
     std::vector<std::string> blocks;
     for (int i = 0; i < kBlocks; ++i) blocks.emplace_back(kBlock, static_cast<char>('A' + i % 26));
     int writes = 0;
@@ -533,7 +531,7 @@ TEST(EpollBackend, PageCacheReadsCompleteWithoutTheWorkers) {
   std::string data(4096, 'c');
   ASSERT_EQ(::pwrite(file.get(), data.data(), data.size(), 0), 4096);  // now in the page cache
   Result<size_t> read = size_t{0};
-  run_task(*loop, [](EventLoop& l, int fd, Result<size_t>& out) -> Task<> {
+  test::run_to_end(*loop, [](EventLoop& l, int fd, Result<size_t>& out) -> Task<> {
     std::array<std::byte, 4096> into;
     out = co_await io::read(l, fd, into, 0);
   }(*loop, file.get(), read));
@@ -573,7 +571,7 @@ TEST_P(BackendChoice, AutoFallsBackOnlyWhereIoUringIsBlocked) {
     // It works: one message through a socketpair.
     SocketPair pair;
     std::string got;
-    run_task(**loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
+    test::run_to_end(**loop, [](EventLoop& l, int a, int b, std::string& out) -> Task<> {
       (void)co_await io::send(l, a, bytes_of("fallback"));
       std::array<std::byte, 16> into;
       auto n = co_await io::recv(l, b, into, 5000);

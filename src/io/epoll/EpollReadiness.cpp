@@ -33,7 +33,6 @@ void EpollBackend::park(Operation& op, FdState& s, Direction d) noexcept {
     if (!deadline.armed()) {
       deadline.operation = &op;
       deadline.backend = this;
-      deadline.set_callback(&on_deadline);
       owner_.add_timer(deadline, Clock::now() + std::chrono::milliseconds(op.timeout->ms));
     }
   }
@@ -153,16 +152,15 @@ void EpollBackend::on_event(const epoll_event& event) noexcept {
   run_waiters(fd, s);
 }
 
-void EpollBackend::on_deadline(TimerNode& node) noexcept {
-  auto& deadline = static_cast<EpollDeadline&>(node);
-  EpollBackend& self = *deadline.backend;
-  Operation& op = *deadline.operation;
+void EpollDeadline::expire() noexcept { backend->on_deadline(*operation); }
+
+void EpollBackend::on_deadline(Operation& op) noexcept {
   if (state_of_op(op) != kParked) return;
-  FdState& s = self.fds_[static_cast<size_t>(op.fd)];
+  FdState& s = fds_[static_cast<size_t>(op.fd)];
   const Direction d = direction_of(op.code);
-  self.unlink(op, s, d);
-  self.complete(op, -ETIMEDOUT);
-  self.settle(op.fd, s);
+  unlink(op, s, d);
+  complete(op, -ETIMEDOUT);
+  settle(op.fd, s);
 }
 
 // ---- attach / detach ----

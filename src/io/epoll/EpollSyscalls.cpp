@@ -84,14 +84,8 @@ EpollBackend::Outcome EpollBackend::perform(Operation& op, FdState& s) noexcept 
         n = ::recvmsg(fd, static_cast<msghdr*>(op.data), MSG_DONTWAIT);
         break;
       case OpCode::kRead:
-        n = op.offset == kCurrentPosition
-                ? ::read(fd, op.data, op.size)
-                : ::pread(fd, op.data, op.size, static_cast<off_t>(op.offset));
-        break;
       case OpCode::kWrite:
-        n = op.offset == kCurrentPosition
-                ? ::write(fd, op.data, op.size)
-                : ::pwrite(fd, op.data, op.size, static_cast<off_t>(op.offset));
+        n = FileWorkers::read_or_write(op, fd);
         break;
       case OpCode::kAccept:
         wanted = 0;

@@ -85,14 +85,8 @@ int32_t FileWorkers::run(const Operation& op, int fd) noexcept {
   do {
     switch (op.code) {
       case OpCode::kRead:
-        n = op.offset == kCurrentPosition
-                ? ::read(fd, op.data, op.size)
-                : ::pread(fd, op.data, op.size, static_cast<off_t>(op.offset));
-        break;
       case OpCode::kWrite:
-        n = op.offset == kCurrentPosition
-                ? ::write(fd, op.data, op.size)
-                : ::pwrite(fd, op.data, op.size, static_cast<off_t>(op.offset));
+        n = read_or_write(op, fd);
         break;
       case OpCode::kOpenAt:
         n = ::openat(fd, static_cast<const char*>(op.data), static_cast<int>(op.size),

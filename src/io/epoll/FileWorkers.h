@@ -22,6 +22,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
 #include "ucp/io/detail/Operation.h"
@@ -62,6 +65,19 @@ class FileWorkers {
 
   /// The blocking call itself (also the loop's fallback when no thread starts).
   static int32_t run(const Operation& op, int fd) noexcept;
+  /// The system call of a kRead or kWrite on `fd`: at op.offset, or at the file position
+  /// (kCurrentPosition). -1 with errno on failure, EINTR included. The backend's readiness
+  /// path (pipes, eventfds) and run() both make it here.
+  static ssize_t read_or_write(const Operation& op, int fd) noexcept {
+    if (op.code == OpCode::kRead) {
+      return op.offset == kCurrentPosition
+                 ? ::read(fd, op.data, op.size)
+                 : ::pread(fd, op.data, op.size, static_cast<off_t>(op.offset));
+    }
+    return op.offset == kCurrentPosition
+               ? ::write(fd, op.data, op.size)
+               : ::pwrite(fd, op.data, op.size, static_cast<off_t>(op.offset));
+  }
 
  private:
   struct Job {

@@ -63,10 +63,6 @@ bool SpliceSender::start(Operation& op) noexcept {
   } else {
     owned = std::make_unique<Job>();
     owned->sender = this;
-    owned->first.job = owned.get();
-    owned->second.job = owned.get();
-    owned->first.on_complete = &on_step;
-    owned->second.on_complete = &on_step;
   }
   Job& job = *owned;
   job.op = &op;
@@ -102,27 +98,25 @@ bool SpliceSender::submit_pair(Job& job, Pair pair) noexcept {
     drain_bytes = job.in_pipe;
   }
   sqes[0]->flags |= IOSQE_IO_LINK;
-  io_uring_sqe_set_data(sqes[0], &job.first);
+  io_uring_sqe_set_data(sqes[0], static_cast<IoContext*>(&job.first()));
   io_uring_prep_splice(sqes[1], job.pipe.read.get(), -1, socket, -1, drain_bytes, kDrainFlags);
-  io_uring_sqe_set_data(sqes[1], &job.second);
+  io_uring_sqe_set_data(sqes[1], static_cast<IoContext*>(&job.second()));
   job.pair = pair;
-  job.first.pending = job.second.pending = true;
+  job.first().pending = job.second().pending = true;
   job.outstanding = 2;
   return true;
 }
 
-std::coroutine_handle<> SpliceSender::on_step(IoContext& context, int32_t res, uint32_t) noexcept {
-  Step& step = static_cast<Step&>(context);
+std::coroutine_handle<> SpliceSender::Job::step_done(Step& step, int32_t res) noexcept {
   step.result = res;
   step.pending = false;
-  Job& job = *step.job;
-  if (--job.outstanding > 0) return {};
-  return job.sender->advance(job);
+  if (--outstanding > 0) return {};
+  return sender->advance(*this);
 }
 
 std::coroutine_handle<> SpliceSender::advance(Job& job) noexcept {
-  const int32_t first = job.first.result;
-  const int32_t drained = job.second.result;
+  const int32_t first = job.first().result;
+  const int32_t drained = job.second().result;
   bool link_broken = false;  // the first of the pair ended short: the kernel cancelled the drain
   if (job.pair == Pair::kFillDrain) {
     if (first < 0) return finish(job, first);
@@ -180,7 +174,7 @@ void SpliceSender::cancel(Operation& op) noexcept {
   auto* job = static_cast<Job*>(op.aux);
   if (job == nullptr || job->op != &op) return;
   job->cancelled = true;
-  for (Step* step : {&job->first, &job->second}) {
+  for (Step* step : {&job->first(), &job->second()}) {
     if (!step->pending) continue;
     io_uring_sqe* sqe;
     if (!ring_.acquire(&sqe, 1)) return;  // out of room: the job runs its course

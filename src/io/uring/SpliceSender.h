@@ -55,13 +55,28 @@ class SpliceSender {
     UniqueFd write;
     uint32_t capacity = 0;
   };
-  struct Job;
+  // The two completion contexts of a job (its bases, told apart by type).
   struct Step : IoContext {
-    Job* job = nullptr;
     bool pending = false;
   };
+  struct FirstStep : Step {};   // fill or poll
+  struct SecondStep : Step {};  // drain
   enum class Pair : uint8_t { kFillDrain, kPollDrain };
-  struct Job {
+  struct Job : FirstStep, SecondStep {
+    Job() noexcept {
+      FirstStep::on_complete = hook<&Job::first_done, FirstStep>;
+      SecondStep::on_complete = hook<&Job::second_done, SecondStep>;
+    }
+    std::coroutine_handle<> first_done(int32_t res, uint32_t) noexcept {
+      return step_done(first(), res);
+    }
+    std::coroutine_handle<> second_done(int32_t res, uint32_t) noexcept {
+      return step_done(second(), res);
+    }
+    std::coroutine_handle<> step_done(Step& step, int32_t res) noexcept;
+    Step& first() noexcept { return static_cast<FirstStep&>(*this); }
+    Step& second() noexcept { return static_cast<SecondStep&>(*this); }
+
     SpliceSender* sender = nullptr;
     Operation* op = nullptr;
     Pipe pipe;
@@ -70,8 +85,6 @@ class SpliceSender {
     uint32_t in_pipe = 0;  // filled, not yet sent
     uint32_t sent = 0;
     uint32_t chunk = 0;  // what the fill in flight asked for
-    Step first;          // fill or poll
-    Step second;         // drain
     Pair pair = Pair::kFillDrain;
     uint8_t outstanding = 0;  // CQEs of the pair still due
     bool end_of_file = false;
@@ -83,7 +96,6 @@ class SpliceSender {
   bool submit_pair(Job& job, Pair pair) noexcept;
   std::coroutine_handle<> advance(Job& job) noexcept;
   std::coroutine_handle<> finish(Job& job, int32_t res) noexcept;
-  static std::coroutine_handle<> on_step(IoContext& context, int32_t res, uint32_t flags) noexcept;
 
   IoUring& ring_;
   EventLoop& owner_;

@@ -247,32 +247,35 @@ bool UringBackend::submit_with_timeout(Operation& op) noexcept {
   const uint32_t ms = op.timeout->ms;
   prepare(sqes[0], op);
   sqes[0]->flags |= IOSQE_IO_LINK;
-  t->operation_part.operation = &op;
-  t->operation_part.on_complete = &on_linked_part;
-  io_uring_sqe_set_data(sqes[0], &t->operation_part);
+  t->operation = &op;
+  io_uring_sqe_set_data(sqes[0], static_cast<IoContext*>(static_cast<OperationPart*>(t)));
   t->spec.tv_sec = static_cast<int64_t>(ms / 1000);
   t->spec.tv_nsec = static_cast<long long>(ms % 1000) * 1000000LL;
   io_uring_prep_link_timeout(sqes[1], &t->spec, 0);
-  t->timer_part.operation = &op;
-  t->timer_part.on_complete = &on_linked_part;
-  io_uring_sqe_set_data(sqes[1], &t->timer_part);
+  io_uring_sqe_set_data(sqes[1], static_cast<IoContext*>(static_cast<TimerPart*>(t)));
   t->remaining = 2;
   op.backend_state = kLinkedDeadline;
   return true;
 }
 
-std::coroutine_handle<> UringBackend::on_linked_part(IoContext& context, int32_t res,
-                                                     uint32_t) noexcept {
-  auto& part = static_cast<UringDeadline::Part&>(context);
-  Operation& op = *part.operation;
-  auto& t = op.timeout->state<UringDeadline>();
-  part.result = res;
-  if (--t.remaining > 0) return {};
-  int32_t combined = t.operation_part.result;
+std::coroutine_handle<> UringDeadline::operation_done(int32_t res, uint32_t) noexcept {
+  OperationPart::result = res;
+  return both_done();
+}
+
+std::coroutine_handle<> UringDeadline::timer_done(int32_t res, uint32_t) noexcept {
+  TimerPart::result = res;
+  return both_done();
+}
+
+std::coroutine_handle<> UringDeadline::both_done() noexcept {
+  if (--remaining > 0) return {};
+  Operation& op = *operation;
+  int32_t combined = OperationPart::result;
   // The timer fired and cancelled the operation: a timeout, not a cancel.
-  if (combined == -ECANCELED && t.timer_part.result == -ETIME) combined = -ETIMEDOUT;
-  op.backend_state = 0;  // before the callback, which may submit it again
-  return op.on_complete(op, combined, 0);
+  if (combined == -ECANCELED && TimerPart::result == -ETIME) combined = -ETIMEDOUT;
+  op.backend_state = 0;                    // before the callback, which may submit it again
+  return op.on_complete(op, combined, 0);  // `this` lives in op's storage: touch nothing after
 }
 
 void UringBackend::cancel(Operation& op) noexcept {
@@ -290,7 +293,7 @@ void UringBackend::cancel(Operation& op) noexcept {
   }
   const IoContext* target = &op;
   if (op.backend_state == kLinkedDeadline)
-    target = &op.timeout->state<UringDeadline>().operation_part;
+    target = static_cast<OperationPart*>(&op.timeout->state<UringDeadline>());
   io_uring_prep_cancel(sqe, const_cast<IoContext*>(target), 0);
   io_uring_sqe_set_data(sqe, nullptr);  // its own CQE tells nothing the target's will not
 }

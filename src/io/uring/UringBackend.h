@@ -20,15 +20,25 @@
 
 namespace ucp::detail {
 
+/// The two completion contexts of a deadline (bases of UringDeadline, told apart by type).
+struct OperationPart : IoContext {};  // the operation's own completion, held until the timer's
+struct TimerPart : IoContext {};      // the timer's
+
 /// An operation's deadline on this backend, in its LinkedTimeout's storage: the operation's
 /// SQE and a linked IORING_OP_LINK_TIMEOUT, each with a completion context of its own, so
-/// the operation completes once both CQEs are in, in whichever order they come.
-struct UringDeadline {
-  struct Part : IoContext {
-    Operation* operation = nullptr;
-  };
-  Part operation_part;     // the operation's own completion, held until the timer's
-  Part timer_part;         // the timer's
+/// the operation completes once both CQEs are in, in whichever order they come. It lives apart
+/// from the operation, so it keeps a pointer to it.
+struct UringDeadline : OperationPart, TimerPart {
+  UringDeadline() noexcept {
+    OperationPart::on_complete = hook<&UringDeadline::operation_done, OperationPart>;
+    TimerPart::on_complete = hook<&UringDeadline::timer_done, TimerPart>;
+  }
+  std::coroutine_handle<> operation_done(int32_t res, uint32_t completion) noexcept;
+  std::coroutine_handle<> timer_done(int32_t res, uint32_t completion) noexcept;
+  /// Both CQEs are in: the operation completes.
+  std::coroutine_handle<> both_done() noexcept;
+
+  Operation* operation = nullptr;
   __kernel_timespec spec;  // read by the kernel when the SQE is submitted
   uint8_t remaining = 0;   // CQEs still to come
 };
@@ -68,8 +78,6 @@ class UringBackend final : public Backend {
   void prepare(io_uring_sqe* sqe, Operation& op) noexcept;
   bool submit_with_timeout(Operation& op) noexcept;
   uint32_t restart_datagrams(Operation& op, uint32_t flags) noexcept;
-  static std::coroutine_handle<> on_linked_part(IoContext& context, int32_t res,
-                                                uint32_t flags) noexcept;
   static std::coroutine_handle<> on_message(IoContext& context, int32_t res,
                                             uint32_t flags) noexcept;
 

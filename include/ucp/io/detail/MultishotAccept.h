@@ -1,6 +1,7 @@
 #pragma once
 // MultishotAccept: one accept operation that accepts connection after connection; each new fd
-// goes to `on_accept` straight from the completion (no coroutine switch per connection).
+// goes to `on_accept` straight from the completion (no coroutine switch per connection). Its
+// owner holds it as a base and makes on_accept with hook<&Owner::f> (ucp/base/Hook.h).
 // Awaiting it starts it and resumes when the backend ends it (an error such as EMFILE, or
 // the kernel stopping it, e.g. on CQ overflow), so the owner can back off and await again.
 // Requires LoopCapabilities::multishot_accept; otherwise use io::accept in a loop.
@@ -10,15 +11,16 @@
 #include <coroutine>
 #include <cstdint>
 
+#include "ucp/base/Hook.h"
 #include "ucp/base/Result.h"
 #include "ucp/io/detail/Operation.h"
 
 namespace ucp::detail {
 
-class MultishotAccept {
+class MultishotAccept : private Operation {
  public:
-  using OnAccept = void (*)(void* owner, int fd) noexcept;
-  MultishotAccept(EventLoop& loop, int listen_fd, void* owner, OnAccept on_accept) noexcept;
+  using OnAccept = void (*)(MultishotAccept& self, int fd) noexcept;
+  MultishotAccept(EventLoop& loop, int listen_fd, OnAccept on_accept) noexcept;
   MultishotAccept(const MultishotAccept&) = delete;
   MultishotAccept& operator=(const MultishotAccept&) = delete;
 
@@ -31,16 +33,12 @@ class MultishotAccept {
   EventLoop& loop() const noexcept { return loop_; }
 
  private:
-  struct Accept : Operation {
-    MultishotAccept* owner = nullptr;
-  };
-  static std::coroutine_handle<> on_complete(IoContext& context, int32_t res,
-                                             uint32_t flags) noexcept;
+  friend HookAccess;
+  std::coroutine_handle<> on_done(int32_t res, uint32_t completion) noexcept;
+  Operation& op() noexcept { return *this; }
 
   EventLoop& loop_;
-  void* owner_;
   OnAccept on_accept_;
-  Accept op_;
   int32_t last_error_ = 0;
   bool running_ = false;
 };

@@ -5,17 +5,14 @@
 // readable). Idle connections hold no buffer, and steady traffic needs no operation per read.
 //
 // The reader asks for news with wait(); it is resumed with data, the peer's FIN, or a real
-// error, and never with anything else. Two things happen underneath, invisible to it:
+// error, and never with anything else. Back-pressure past kMaxQueued chunks, the pool fallback
+// when the loop's buffers run dry and the restarts stay invisible to it (the state machine it
+// shares with MultishotRecvMsg: io/detail/MultishotReceive.h). Whether a pause completes before
+// or after the reader drained the queue, no byte is lost or reordered and no pause reads as EOF.
 //
-// - Back-pressure: past kMaxQueued chunks the receive is paused (cancelled) so a peer that
-//   sends faster than the handler reads cannot take the loop's buffers; it resumes when the
-//   reader waits again. Whether the pause completes before or after the reader drained the
-//   queue, no byte is lost or reordered and no pause reads as EOF.
-// - A dry pool: when the loop's buffers run out (the receive ends with ENOBUFS), the reader
-//   is served by one ordinary receive into a pool block instead of spinning; the next wait
-//   resumes the multishot receive.
-//
-// The owner must not destroy the stream while busy(); stop() ends it and `on_idle` says when.
+// The owner must not destroy the stream while busy(); stop() ends it and `on_idle` says when
+// (the owner holds the stream as a base and makes on_idle with hook<&Owner::f>,
+// ucp/base/Hook.h).
 //
 // Thread contract: the owning loop's thread only.
 
@@ -23,9 +20,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "ucp/io/BufferLease.h"
+#include "ucp/io/detail/MultishotReceive.h"
 #include "ucp/io/detail/Operation.h"
 #include "ucp/memory/MemoryPool.h"
 
@@ -35,111 +32,74 @@ class EventLoop;
 
 namespace ucp::detail {
 
-/// The receive's descriptor is a private base rather than a member pointing back here: every
-/// connection carries one, and the pointer would be 8 bytes of each.
-class MultishotRecv : private Operation {
+class MultishotRecv;
+
+/// A stretch of received bytes: a loop receive buffer (or the fallback's block) and how much of
+/// it is read already.
+struct StreamChunk {
+  uint16_t buffer_id;  // MultishotRecv::kPoolChunk: the bytes are in the fallback's block
+  uint32_t length;
+  uint32_t offset;
+};
+
+extern template class MultishotReceive<MultishotRecv, StreamChunk>;
+
+/// The receive's descriptor is a private base (of MultishotReceive) rather than a member
+/// pointing back here: every connection carries one, and the pointer would be 8 bytes of each.
+class MultishotRecv : public MultishotReceive<MultishotRecv, StreamChunk> {
  public:
   static constexpr size_t kMaxQueued = 8;
+  /// Runs whenever the stream's last operation in flight has completed.
+  using OnIdle = void (*)(MultishotRecv& self) noexcept;
 
-  MultishotRecv(EventLoop& loop, int socket_fd) noexcept;
-  MultishotRecv(const MultishotRecv&) = delete;
-  MultishotRecv& operator=(const MultishotRecv&) = delete;
+  MultishotRecv(EventLoop& loop, int socket, OnIdle on_idle = nullptr) noexcept;
   /// Gives back every buffer still queued. Requires !busy().
   ~MultishotRecv();
 
-  /// Resumes `reader` once there is news (data, EOF or an error), starting or resuming the
-  /// receive as needed. False when there is news already (nothing to wait for).
-  bool wait(std::coroutine_handle<> reader) noexcept;
-  /// Forgets a waiting reader without resuming it (its owner resumes it another way).
-  void drop_waiter() noexcept { waiter_ = {}; }
-  /// A reader waits for news. False once a completion has handed it to the loop to resume,
-  /// which happens before it runs: whoever would resume it another way must not then.
-  bool has_waiter() const noexcept { return static_cast<bool>(waiter_); }
-  /// Ends the receive for good; queued data stays readable. Its last completion still arrives.
+  /// Ends the receive for good; queued data stays readable, and a reader waiting is dropped
+  /// (its owner resumes it). Its last completion still arrives.
   void stop() noexcept;
-
-  bool has_data() const noexcept { return queued_ > 0; }
   bool at_eof() const noexcept { return eof_; }
-  /// -errno of the error that ended the stream, or 0.
-  int32_t error() const noexcept { return error_; }
-  /// An operation of the stream is in flight.
-  bool busy() const noexcept { return state_ != State::kIdle; }
-  /// Times the receive paused because the reader was kMaxQueued chunks behind.
-  uint64_t pauses() const noexcept { return pauses_; }
-  EventLoop& loop() const noexcept { return loop_; }
-  int fd() const noexcept { return Operation::fd; }
 
   /// Copies queued bytes into `destination`, recycling emptied buffers.
   size_t copy_out(std::span<std::byte> destination) noexcept;
   /// Hands the oldest queued chunk over without copying. Requires has_data().
   BufferLease lend_front() noexcept;
 
-  /// `on_idle(owner)` runs whenever the stream's last operation in flight has completed.
-  void set_on_idle(void* owner, void (*on_idle)(void*) noexcept) noexcept {
-    owner_ = owner;
-    on_idle_ = on_idle;
-  }
-  /// Runs that callback now: for an owner that reads without the stream too (single-shot
-  /// reads on a loop without receive buffers) and reports their end the same way.
-  void notify_idle() const noexcept {
-    if (on_idle_) on_idle_(owner_);
+  /// Runs on_idle now: for an owner that reads without the stream too (single-shot reads on a
+  /// loop without receive buffers) and reports their end the same way.
+  void notify_idle() noexcept {
+    if (on_idle_) on_idle_(*this);
   }
 
  private:
-  enum class State : uint8_t {
-    kIdle,      // nothing in flight
-    kArmed,     // the multishot receive is running
-    kPausing,   // it was cancelled for back-pressure; its last completion is due
-    kFallback,  // one ordinary receive into a pool block is running (the pool ran dry)
-  };
-  struct Chunk {
-    uint16_t buffer_id;  // kPoolChunk: the bytes are in fallback_->buffer
-    uint32_t length;
-    uint32_t offset;
-  };
+  friend class MultishotReceive<MultishotRecv, StreamChunk>;
+  friend HookAccess;
   static constexpr uint16_t kPoolChunk = 0xFFFF;
-  struct Receive : Operation {
-    MultishotRecv* owner = nullptr;
-  };
-  /// The ordinary receive that stands in while the loop's buffers are dry, and its block.
-  struct Fallback {
-    Receive op;
+  /// The ordinary receive that stands in while the loop's buffers are dry, and its block. An
+  /// allocation of its own, so it keeps a pointer to its stream.
+  struct Fallback : detail::Operation {
+    explicit Fallback(MultishotRecv& owner) noexcept;
+    std::coroutine_handle<> done(int32_t res, uint32_t completion) noexcept;
+    MultishotRecv& stream;
     BufferLease buffer;
   };
 
-  bool has_news() const noexcept { return queued_ > 0 || eof_ || error_ != 0; }
-  /// Starts the multishot receive, or the pool fallback after ENOBUFS. False: error_ says why.
-  bool start() noexcept;
-  void became_idle() noexcept;
-  std::byte* chunk_bytes(const Chunk& chunk) noexcept;
-  void recycle(const Chunk& chunk) noexcept;
-  void pop_front() noexcept;
-  bool make_fallback() noexcept;  // false: error_ says why
-  static std::coroutine_handle<> on_receive(IoContext& context, int32_t res,
-                                            uint32_t flags) noexcept;
-  static std::coroutine_handle<> on_fallback(IoContext& context, int32_t res,
-                                             uint32_t flags) noexcept;
+  // For MultishotReceive.
+  bool take(int32_t res, uint32_t completion);
+  bool start_fallback() noexcept;
+  detail::Operation& fallback_op() noexcept { return *fallback_; }
+  void ran_dry() noexcept {}
+  void idle() noexcept { notify_idle(); }
 
-  Operation& receive() noexcept { return *this; }
+  std::byte* chunk_bytes(const StreamChunk& chunk) noexcept;
+  void recycle(const StreamChunk& chunk) noexcept;
+  std::coroutine_handle<> on_fallback(int32_t res) noexcept;
 
-  EventLoop& loop_;
   // Made on the first ENOBUFS and kept from then on: a connection that never sees the loop's
   // buffers run dry (nearly all) does not carry a second operation while it idles.
   PoolPtr<Fallback> fallback_;
-  // Received, not yet consumed. Growable because a multishot receive can post a burst of
-  // completions before a pause takes effect; never larger than the pool, whose buffers it names.
-  std::vector<Chunk> queue_;
-  uint32_t head_ = 0;  // 32 bits: the queue names loop buffers, never billions of them
-  uint32_t queued_ = 0;
-  std::coroutine_handle<> waiter_;
-  void* owner_ = nullptr;
-  void (*on_idle_)(void*) noexcept = nullptr;
-  uint64_t pauses_ = 0;
-  int32_t error_ = 0;
-  State state_ = State::kIdle;
-  bool eof_ = false;
-  bool pool_dry_ = false;  // the last receive ended with ENOBUFS: serve the next from the pool
-  bool stopped_ = false;
+  OnIdle on_idle_;
 };
 
 }  // namespace ucp::detail

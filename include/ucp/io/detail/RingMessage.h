@@ -9,21 +9,23 @@
 // The sending loop learns the outcome from its own completion: `on_sent` runs there with
 // success, or with the error (target CQ overflow, target gone...), and then the value was NOT
 // delivered: whatever it stands for (an fd) is still the sender's, so that the sender can
-// take another way. Owned by the sender, which keeps it alive until on_sent has run; it can
-// be sent again afterwards. Thread contract: the sending loop's thread only.
+// take another way. Owned by the sender, which holds it as a base (on_sent is made with
+// hook<&Sender::f>, ucp/base/Hook.h) and keeps it alive until on_sent has run; it can be sent
+// again afterwards. Thread contract: the sending loop's thread only.
 
 #include <coroutine>
 #include <cstdint>
 
+#include "ucp/base/Hook.h"
 #include "ucp/base/Result.h"
 #include "ucp/io/detail/Operation.h"
 
 namespace ucp::detail {
 
-class RingMessage {
+class RingMessage : private Operation {
  public:
   using OnSent = void (*)(RingMessage& message, Result<void> delivered) noexcept;
-  RingMessage(void* owner, OnSent on_sent) noexcept;
+  explicit RingMessage(OnSent on_sent) noexcept;
   RingMessage(const RingMessage&) = delete;
   RingMessage& operator=(const RingMessage&) = delete;
 
@@ -33,21 +35,16 @@ class RingMessage {
   /// shutting down), operation_canceled (`from` is shutting down), resource_unavailable_try_again
   /// (no submission room).
   Result<void> send(EventLoop& from, EventLoop& target, int32_t value) noexcept;
-  void* owner() const noexcept { return owner_; }
   EventLoop* target() const noexcept { return target_; }
   int32_t value() const noexcept { return value_; }
   bool in_flight() const noexcept { return in_flight_; }
 
  private:
-  struct Message : Operation {
-    RingMessage* owner = nullptr;
-  };
-  static std::coroutine_handle<> on_complete(IoContext& context, int32_t res,
-                                             uint32_t flags) noexcept;
+  friend HookAccess;
+  std::coroutine_handle<> on_done(int32_t res, uint32_t completion) noexcept;
+  Operation& op() noexcept { return *this; }
 
-  void* owner_;
   OnSent on_sent_;
-  Message op_;
   EventLoop* target_ = nullptr;
   int32_t value_ = 0;
   bool in_flight_ = false;
@@ -55,7 +52,7 @@ class RingMessage {
 
 /// Awaitable RingMessage: resumes once the sender's completion says whether the value reached
 /// the target (see RingMessage::send for the errors that come without one).
-class [[nodiscard]] SendMessageOp {
+class [[nodiscard]] SendMessageOp : private RingMessage {
  public:
   SendMessageOp(EventLoop& loop, EventLoop& target, int32_t value) noexcept;
   SendMessageOp(const SendMessageOp&) = delete;
@@ -65,12 +62,12 @@ class [[nodiscard]] SendMessageOp {
   Result<void> await_resume() const noexcept { return result_; }
 
  private:
-  static void on_sent(RingMessage& message, Result<void> delivered) noexcept;
+  friend HookAccess;
+  void on_sent(Result<void> delivered) noexcept;
 
   EventLoop& loop_;
   EventLoop& target_;
   int32_t value_;
-  RingMessage message_;
   Result<void> result_;
   std::coroutine_handle<> waiter_;
 };

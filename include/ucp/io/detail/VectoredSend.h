@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "ucp/base/Hook.h"
 #include "ucp/base/Result.h"
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/detail/Operation.h"
@@ -23,7 +24,8 @@ namespace ucp::detail {
 
 /// A connection's output queue keeps one in flight (overlapping sends
 /// on one socket can reorder bytes) and is called back with the result, bytes sent (possibly
-/// fewer than offered) or -errno. One buffer goes out as a send, several as one sendmsg (a
+/// fewer than offered) or -errno: its owner holds it as a base and makes the callback with
+/// hook<&Owner::f> (ucp/base/Hook.h). One buffer goes out as a send, several as one sendmsg (a
 /// gather, so many small writes cost one operation). The buffers, and this object, must live
 /// until the callback.
 ///
@@ -32,9 +34,9 @@ namespace ucp::detail {
 class VectoredSend : private Operation {
  public:
   static constexpr size_t kMaxBuffers = 16;
-  using OnComplete = void (*)(void* owner, int32_t res) noexcept;
+  using OnComplete = void (*)(VectoredSend& self, int32_t res) noexcept;
 
-  VectoredSend(EventLoop& loop, int socket_fd, void* owner, OnComplete callback) noexcept;
+  VectoredSend(EventLoop& loop, int socket_fd, OnComplete callback) noexcept;
   VectoredSend(const VectoredSend&) = delete;
   VectoredSend& operator=(const VectoredSend&) = delete;
 
@@ -51,11 +53,11 @@ class VectoredSend : private Operation {
   int fd() const noexcept { return Operation::fd; }
 
  private:
-  static std::coroutine_handle<> on_done(IoContext& context, int32_t res, uint32_t flags) noexcept;
+  friend HookAccess;
+  std::coroutine_handle<> on_done(int32_t res, uint32_t completion) noexcept;
   Operation& op() noexcept { return *this; }
 
   EventLoop& loop_;
-  void* owner_;
   OnComplete on_complete_;
   // The kernel may read these after submission (SQPOLL, or a send punted to a worker).
   // Borrowed from the pool only for a gathering send, so an idle connection holds none.

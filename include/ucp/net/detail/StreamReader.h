@@ -31,13 +31,15 @@
 
 namespace ucp::detail {
 
-// The read timeout's timer node is a private base rather than a member pointing back here:
-// every connection carries a reader, and the base's tail padding holds the small fields below.
-class StreamReader : private TimerNode {
+// The multishot stream and the read timeout's timer node are private bases rather than members
+// pointing back here (their callbacks find the reader with ucp/base/Hook.h): every connection
+// carries a reader, and the timer node's tail padding holds the small fields below.
+class StreamReader : private MultishotRecv, private TimerNode {
  public:
-  /// `on_idle(owner)` runs whenever the reader's last operation in flight has completed.
-  StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, void* owner,
-               void (*on_idle)(void*) noexcept) noexcept;
+  /// Runs whenever the reader's last operation in flight has completed. Its owner holds the
+  /// reader as a base and makes it with hook<&Owner::f, StreamReader>: it is the stream's.
+  using OnIdle = MultishotRecv::OnIdle;
+  StreamReader(EventLoop& loop, int fd, uint32_t read_timeout_ms, OnIdle on_idle) noexcept;
   StreamReader(const StreamReader&) = delete;
   StreamReader& operator=(const StreamReader&) = delete;
   /// Requires idle().
@@ -64,7 +66,8 @@ class StreamReader : private TimerNode {
     struct SingleShot;
     enum class Mode : uint8_t { kImmediate, kSingleShot, kMultishot };
     bool start_single_shot() noexcept;
-    static std::coroutine_handle<> on_single_shot(IoContext& context, int32_t res,
+    // (detail::IoContext: inside the reader, plain IoContext names its private base.)
+    static std::coroutine_handle<> on_single_shot(detail::IoContext& context, int32_t res,
                                                   uint32_t flags) noexcept;
 
     StreamReader& reader_;
@@ -101,28 +104,30 @@ class StreamReader : private TimerNode {
   void set_read_timeout_ms(uint32_t ms) noexcept { timeout_ms_ = ms; }
   uint32_t read_timeout_ms() const noexcept { return timeout_ms_; }
 
-  bool idle() const noexcept { return !single_shot_in_flight_ && !stream_.busy(); }
+  bool idle() const noexcept { return !single_shot_in_flight_ && !MultishotRecv::busy(); }
   bool stopped() const noexcept { return state_ != State::kOpen; }
   bool multishot() const noexcept { return multishot_; }
   uint64_t bytes_read() const noexcept { return bytes_read_; }
-  uint64_t pauses() const noexcept { return stream_.pauses(); }
-  EventLoop& loop() const noexcept { return stream_.loop(); }
+  uint64_t pauses() const noexcept { return MultishotRecv::pauses(); }
+  EventLoop& loop() const noexcept { return MultishotRecv::loop(); }
 
  private:
   enum class State : uint8_t { kOpen, kStopped };
-  static void on_deadline(TimerNode& node) noexcept;
+  friend HookAccess;
+  void on_deadline() noexcept;
   void notify_idle() noexcept;
   // Multishot mode: the read timeout of the waiting reader.
   TimerNode& deadline() noexcept { return *this; }
+  // Always there, also on a loop without receive buffers (then unused, multishot_ false): the
+  // loop, the fd and the owner's idle callback are the stream's, kept once per connection.
+  MultishotRecv& stream() noexcept { return *this; }
+  const MultishotRecv& stream() const noexcept { return *this; }
 
   uint32_t timeout_ms_;
   std::errc stop_reason_ = std::errc::operation_canceled;
   State state_ = State::kOpen;
-  bool multishot_;  // reads come from stream_
+  bool multishot_;  // reads come from the stream (the MultishotRecv base)
   bool single_shot_in_flight_ = false;
-  // Always there, also on a loop without receive buffers (then unused, multishot_ false): the
-  // loop, the fd and the owner's idle callback are the stream's, kept once per connection.
-  detail::MultishotRecv stream_;
   ReadAwaiter* waiting_ = nullptr;
   uint64_t bytes_read_ = 0;
 };

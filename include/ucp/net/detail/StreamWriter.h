@@ -36,19 +36,19 @@
 
 namespace ucp::detail {
 
-// The send hook and the deadline's timer node are private bases rather than members pointing
-// back here: every connection carries a writer, and the timer node's tail padding holds the
-// small fields below.
-class StreamWriter : private detail::PreSubmitHook, private TimerNode {
+// The send hook, the deadline's timer node and the send are private bases rather than members
+// pointing back here (their callbacks find the writer with ucp/base/Hook.h): every connection
+// carries a writer, and the timer node's tail padding holds the small fields below. The owner
+// holds the writer as a base too, and makes `on_event` with hook<&Owner::f>.
+class StreamWriter : private detail::PreSubmitHook, private TimerNode, private VectoredSend {
  public:
   /// What the writer tells its owner (one callback: every connection keeps its pointer).
   enum class Event : uint8_t {
     kIdle,      // the send in flight has completed
     kTimedOut,  // the peer took no byte for the whole timeout: the output failed (once)
   };
-  using OnEvent = void (*)(void* owner, Event event) noexcept;
-  StreamWriter(EventLoop& loop, int fd, OutputLimits limits, void* owner,
-               OnEvent on_event) noexcept;
+  using OnEvent = void (*)(StreamWriter& writer, Event event) noexcept;
+  StreamWriter(EventLoop& loop, int fd, OutputLimits limits, OnEvent on_event) noexcept;
   StreamWriter(const StreamWriter&) = delete;
   StreamWriter& operator=(const StreamWriter&) = delete;
   /// Requires idle() and nothing borrowed in the queue (abandon()).
@@ -93,11 +93,11 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode {
     };
   };
 
-  WriteAwaiter write_all(std::span<const std::byte> data) noexcept {
-    return {*this, data, WriteAwaiter::Mode::kAll};
+  WriteAwaiter write_all(std::span<const std::byte> bytes) noexcept {
+    return {*this, bytes, WriteAwaiter::Mode::kAll};
   }
-  WriteAwaiter write(std::span<const std::byte> data) noexcept {
-    return {*this, data, WriteAwaiter::Mode::kBuffered};
+  WriteAwaiter write(std::span<const std::byte> bytes) noexcept {
+    return {*this, bytes, WriteAwaiter::Mode::kBuffered};
   }
 
   /// Half-close: FIN once the queued output is sent. Later writes fail with broken_pipe.
@@ -134,12 +134,12 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode {
   };
   SentAwaiter all_sent() noexcept { return SentAwaiter(*this); }
   /// Cancels the send in flight (its completion fails the output).
-  void cancel_send() noexcept { send_.cancel(); }
+  void cancel_send() noexcept { send().cancel(); }
   /// With nothing in flight: drops what is left, handing borrowed memory back to its writers.
   void abandon() noexcept;
   void set_write_timeout_ms(uint32_t ms) noexcept { limits_.write_timeout_ms = ms; }
 
-  bool idle() const noexcept { return !send_.in_flight(); }
+  bool idle() const noexcept { return !VectoredSend::in_flight(); }
   bool failed() const noexcept { return static_cast<bool>(error_); }
   size_t queued_bytes() const noexcept { return queue_.size(); }
   uint64_t bytes_written() const noexcept { return bytes_written_; }
@@ -164,12 +164,14 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode {
   void settle_cancels() noexcept;
   void arm_deadline() noexcept;
   void wake_flush_waiter() noexcept;
-  static void on_send_complete(void* self, int32_t res) noexcept;
-  static void on_send_hook(detail::PreSubmitHook& hook) noexcept;
-  static void on_deadline(TimerNode& node) noexcept;
+  friend HookAccess;
+  void on_send_complete(int32_t res) noexcept;
+  void on_deadline() noexcept;
 
-  // The loop and the fd are the send's (send_.loop(), send_.fd()): one copy per connection.
-  EventLoop& loop() const noexcept { return send_.loop(); }
+  // The loop and the fd are the send's: one copy per connection.
+  EventLoop& loop() const noexcept { return VectoredSend::loop(); }
+  // The one send in flight.
+  detail::VectoredSend& send() noexcept { return *this; }
   // Queued while output waits for a send to start.
   detail::PreSubmitHook& send_hook() noexcept { return *this; }
   // No byte taken for too long: the output fails.
@@ -180,12 +182,10 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode {
   bool cancels_pending_ = false;  // some writer's cancel waits for the send in flight
   OutputLimits limits_;
   OutputQueue queue_;
-  detail::VectoredSend send_;  // the one send in flight
   // The last segment the send in flight covers (segments up to it may be read by the kernel).
   const OutputSegment* in_flight_last_ = nullptr;
   std::coroutine_handle<> flush_waiter_;  // close() waiting for the queue to drain
   std::error_code error_;                 // the first failure; every later write gets it
-  void* owner_;
   OnEvent on_event_;
   uint64_t bytes_written_ = 0;
   uint64_t sends_submitted_ = 0;
