@@ -53,9 +53,10 @@ test-asan: test-deps
 	cd build/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# Builds the `threads`-labelled tests and what they link, nothing else (ucp_threads_tests).
 test-tsan: deps
 	@cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUCP_SANITIZE=thread -DUCP_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build/tsan -j $(JOBS)
+	@cmake --build build/tsan -j $(JOBS) --target ucp_threads_tests
 	cd build/tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -L threads -j $(JOBS) --timeout 600
 
 # The libFuzzer harnesses (clang, ASan+UBSan): a short run in make test, a long one in make fuzz.

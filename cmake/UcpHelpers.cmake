@@ -4,6 +4,7 @@
 #                                           exported name ucp::<layer>; header-only without sources
 #   ucp_add_executable(<name> sources... [LIBS libs...])   a program in bin/
 #   ucp_add_test(<name> SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s])   a GoogleTest binary
+#   ucp_add_test_groups()                   the target ucp_threads_tests: the `threads` tests
 #
 # Compiler warnings are a property of UCP's own targets (the internal ucp_build_flags target),
 # never of the directory, so nothing leaks into a project that adds UCP as a subdirectory,
@@ -87,6 +88,10 @@ function(ucp_add_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support ${PROJECT_SOURCE_DIR}/src)
   target_compile_definitions(${name} PRIVATE UCP_SOURCE_DIR="${PROJECT_SOURCE_DIR}" UCP_BIN_DIR="${UCP_BIN_DIR}")
   add_test(NAME ${name} COMMAND ${name})
+  # ucp_threads_tests builds these alone (make test-tsan runs nothing else).
+  if("threads" IN_LIST T_LABELS)
+    set_property(GLOBAL APPEND PROPERTY UCP_THREADS_TEST_TARGETS ${name})
+  endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
@@ -181,4 +186,14 @@ function(ucp_install)
       install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
     endif()
   endforeach()
+endfunction()
+
+# ucp_threads_tests: every test labelled `threads` and what it links, for the TSan pass of
+# make test, which runs those only. Called once, after every layer and test directory.
+function(ucp_add_test_groups)
+  get_property(threads_tests GLOBAL PROPERTY UCP_THREADS_TEST_TARGETS)
+  if(threads_tests)
+    add_custom_target(ucp_threads_tests)
+    add_dependencies(ucp_threads_tests ${threads_tests})
+  endif()
 endfunction()

@@ -8,7 +8,13 @@
 #   pkg-config        the same install; c++ with `pkg-config --cflags ucp` and `--libs ucp`
 #   add_subdirectory  add_subdirectory(UCP_SOURCE) with BUILD_SHARED_LIBS=ON: also checks the
 #                     SONAMEs and that the shared libraries export the ucp namespace only
-#   fetchcontent      FetchContent from an archive of UCP_SOURCE, as from a release tarball
+#   fetchcontent      FetchContent from an archive of UCP_SOURCE, as from a release tarball, with
+#                     BUILD_SHARED_LIBS=ON and the same checks as add_subdirectory
+#
+# ctest runs find_package, pkg-config and fetchcontent. FetchContent_MakeAvailable is
+# add_subdirectory of the unpacked sources, so fetchcontent proves what add_subdirectory does
+# (and that the archive is complete) with one compilation of UCP instead of two, the most
+# expensive step of the packaging tests; add_subdirectory stays here to be run by hand.
 #
 # Exit 0 when the consumer builds, echoes byte-exact and stops cleanly on SIGTERM.
 set -euo pipefail
@@ -43,6 +49,29 @@ configure_and_build() {
   binary=$work/build/consumer_echo
 }
 
+# UCP built as a subproject with shared libraries (in UCP_BUILD_DIR from the sources in
+# UCP_SOURCE_DIR): SONAMEs, exports, the consumer linking them, and nothing written into the
+# sources.
+check_shared_build() {
+  local ucp_build=$1 ucp_source=$2 soversion layer library soname expected foreign
+  # Before 1.0 the SOVERSION is MAJOR.MINOR of project(ucp VERSION ...).
+  soversion=$(sed -n 's/^project(ucp VERSION \([0-9]*\.[0-9]*\).*/\1/p' "$ucp_source/CMakeLists.txt")
+  for layer in log memory metrics coro io net tls http ws app; do
+    library=$(find "$ucp_build" -name "libucp_$layer.so" | head -n 1)
+    soname=$(readelf -d "$library" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    expected=libucp_$layer.so.$soversion
+    [ "$soname" = "$expected" ] || { echo "$library: SONAME '$soname', expected '$expected'" >&2; exit 1; }
+    # Every exported definition involves namespace ucp (cmake/ucp.map).
+    foreign=$(nm -D --defined-only "$library" | awk '{print $3}' | grep -v '3ucp' || true)
+    [ -z "$foreign" ] || { echo "$library exports non-UCP symbols:" >&2; echo "$foreign" | head >&2; exit 1; }
+  done
+  step "SONAMEs libucp_<layer>.so.MAJOR.MINOR, exports limited to namespace ucp"
+  readelf -d "$binary" | grep -q 'NEEDED.*libucp_net\.so' ||
+    { echo "consumer_echo does not link libucp_net.so" >&2; exit 1; }
+  [ -z "$(find "$ucp_source/bin" -newer "$work/configure.log" -type f 2>/dev/null)" ] ||
+    { echo "the subproject build wrote into $ucp_source/bin" >&2; exit 1; }
+}
+
 case "$mode" in
   find_package)
     install_ucp
@@ -64,28 +93,14 @@ case "$mode" in
     ;;
   add_subdirectory)
     configure_and_build -DUCP_SOURCE="$source_dir" -DBUILD_SHARED_LIBS=ON
-    # Before 1.0 the SOVERSION is MAJOR.MINOR of project(ucp VERSION ...).
-    soversion=$(sed -n 's/^project(ucp VERSION \([0-9]*\.[0-9]*\).*/\1/p' "$source_dir/CMakeLists.txt")
-    for layer in log memory metrics coro io net tls http ws app; do
-      library=$(find "$work/build/ucp" -name "libucp_$layer.so" | head -n 1)
-      soname=$(readelf -d "$library" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-      expected=libucp_$layer.so.$soversion
-      [ "$soname" = "$expected" ] || { echo "$library: SONAME '$soname', expected '$expected'" >&2; exit 1; }
-      # Every exported definition involves namespace ucp (cmake/ucp.map).
-      foreign=$(nm -D --defined-only "$library" | awk '{print $3}' | grep -v '3ucp' || true)
-      [ -z "$foreign" ] || { echo "$library exports non-UCP symbols:" >&2; echo "$foreign" | head >&2; exit 1; }
-    done
-    step "SONAMEs libucp_<layer>.so.MAJOR.MINOR, exports limited to namespace ucp"
-    readelf -d "$binary" | grep -q 'NEEDED.*libucp_net\.so' ||
-      { echo "consumer_echo does not link libucp_net.so" >&2; exit 1; }
-    [ -z "$(find "$source_dir/bin" -newer "$work/configure.log" -type f 2>/dev/null)" ] ||
-      { echo "the subproject build wrote into $source_dir/bin" >&2; exit 1; }
+    check_shared_build "$work/build/ucp" "$source_dir"
     ;;
   fetchcontent)
     step "archive of $source_dir"
     tar -C "$source_dir" --exclude=./build --exclude=./bin --exclude=./.git --exclude=./logs \
       --exclude=./bench/results -czf "$work/ucp.tar.gz" .
-    configure_and_build -DUCP_ARCHIVE="$work/ucp.tar.gz"
+    configure_and_build -DUCP_ARCHIVE="$work/ucp.tar.gz" -DBUILD_SHARED_LIBS=ON
+    check_shared_build "$work/build/_deps/ucp-build" "$work/build/_deps/ucp-src"
     ;;
   *)
     echo "usage: $0 {find_package|pkg-config|add_subdirectory|fetchcontent} UCP_SOURCE UCP_BUILD TEST_CLIENT" >&2
