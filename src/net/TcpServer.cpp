@@ -1,5 +1,6 @@
 #include "ucp/net/TcpServer.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -11,8 +12,11 @@
 #include "ucp/io/detail/LoopAccess.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/SocketActivation.h"
+#include "ucp/tls/TlsContextHolder.h"
+#include "ucp/tls/TlsSession.h"
 
 #include "RingHandOff.h"
+#include "TlsConnection.h"
 
 namespace ucp {
 namespace {
@@ -41,6 +45,12 @@ struct TcpServer::Worker {
   uint64_t accepted = 0;
   uint64_t closed_bytes_received = 0;  // by connections that have closed
   uint64_t closed_bytes_sent = 0;
+  // TLS: this worker's copy of the current context, taken again when the holder's generation
+  // changes (a reload), so that a connection costs no lock; and its handshake counters,
+  // written here with relaxed stores and read by tls_counters() from any thread.
+  std::shared_ptr<const tls::TlsContext> tls_context;
+  uint64_t tls_generation = 0;
+  tls::TlsCounters tls_counters;
 
   WorkerCounters counters() const {
     WorkerCounters out;
@@ -422,7 +432,7 @@ void TcpServer::on_accepted(Acceptor& acceptor, io::Accepted accepted) {
   if (!admit(acceptor)) return;  // ~UniqueFd closes it
   const InetAddress peer(accepted.peer);
   if (acceptor.worker != nullptr) {
-    acceptor.loop->spawn(serve(*acceptor.worker, std::move(accepted.fd), peer));
+    acceptor.loop->spawn(start_serving(*acceptor.worker, std::move(accepted.fd), peer));
     return;
   }
   hand_off(std::move(accepted.fd), peer);
@@ -437,7 +447,7 @@ void TcpServer::hand_off(UniqueFd fd, const InetAddress& peer) {
 
 void TcpServer::post_to_worker(Worker& worker, UniqueFd fd, const InetAddress& peer) {
   worker.loop->post([this, &worker, fd = std::move(fd), peer]() mutable {
-    worker.loop->spawn(serve(worker, std::move(fd), peer));
+    worker.loop->spawn(start_serving(worker, std::move(fd), peer));
   });
 }
 
@@ -448,7 +458,7 @@ void TcpServer::deliver_from_ring(void* self, size_t index, UniqueFd fd, bool cl
     server.live_.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
-  worker.loop->spawn(server.serve(worker, std::move(fd), InetAddress()));
+  worker.loop->spawn(server.start_serving(worker, std::move(fd), InetAddress()));
 }
 
 void TcpServer::fall_back_from_ring(void* self, size_t index, UniqueFd fd) {
@@ -469,30 +479,140 @@ void TcpServer::log_handler_failure(const TcpConnection& connection, const char*
   LOG_ERROR("connection {}: handler failed: {}", connection.peer().to_string(), what);
 }
 
-Spawned TcpServer::serve(Worker& worker, UniqueFd fd, InetAddress peer) {
-  prepare_accepted(fd.get(), peer);
-  TcpConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
-                           output_limits_);
-  ConnectionNode node{&connection};
+Spawned TcpServer::start_serving(Worker& worker, UniqueFd fd, InetAddress peer) {
+  if (options_.tls) return serve_tls(worker, std::move(fd), peer);
+  return serve(worker, std::move(fd), peer);
+}
+
+void TcpServer::enlist(Worker& worker, ConnectionNode& node) noexcept {
   node.next = worker.connections;
   if (node.next) node.next->prev = &node;
   worker.connections = &node;
   ++worker.open;
   ++worker.accepted;
-  if (worker.draining) connection.stop_reading();
+  if (worker.draining) node.connection->stop_reading();
+}
+
+void TcpServer::delist(Worker& worker, ConnectionNode& node) noexcept {
+  if (node.prev) node.prev->next = node.next;
+  if (node.next) node.next->prev = node.prev;
+  if (worker.connections == &node) worker.connections = node.next;
+  --worker.open;
+  worker.closed_bytes_received += node.connection->bytes_read();
+  worker.closed_bytes_sent += node.connection->bytes_written();
+  live_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Spawned TcpServer::serve(Worker& worker, UniqueFd fd, InetAddress peer) {
+  prepare_accepted(fd.get(), peer);
+  TcpConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
+                           output_limits_);
+  ConnectionNode node{&connection};
+  enlist(worker, node);
   try {
     co_await handler_(connection);
   } catch (const std::exception& e) {
     log_handler_failure(connection, e.what());
   }
   co_await connection.close();
-  if (node.prev) node.prev->next = node.next;
-  if (node.next) node.next->prev = node.prev;
-  if (worker.connections == &node) worker.connections = node.next;
-  --worker.open;
-  worker.closed_bytes_received += connection.bytes_read();
-  worker.closed_bytes_sent += connection.bytes_written();
-  live_.fetch_sub(1, std::memory_order_relaxed);
+  delist(worker, node);
+}
+
+// ---- TLS ----
+
+namespace {
+
+// A worker's TLS counters: written by the worker only, read by any thread. Each figure is
+// stored and loaded on its own, relaxed (no locked instruction: one writer).
+void add_relaxed(uint64_t& counter, uint64_t n) noexcept {
+  if (n == 0) return;
+  std::atomic_ref<uint64_t> figure(counter);
+  figure.store(figure.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+uint64_t load_relaxed(const uint64_t& counter) noexcept {
+  return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(counter)).load(std::memory_order_relaxed);
+}
+
+template <class Apply>
+void for_each_figure(tls::TlsCounters& a, const tls::TlsCounters& b, Apply apply) noexcept {
+  apply(a.handshakes_ok, b.handshakes_ok);
+  for (size_t i = 0; i < a.handshakes_failed.size(); ++i) {
+    apply(a.handshakes_failed[i], b.handshakes_failed[i]);
+  }
+  apply(a.resumed, b.resumed);
+  apply(a.tls1_2, b.tls1_2);
+  apply(a.tls1_3, b.tls1_3);
+  for (size_t i = 0; i < a.alpn.size(); ++i) apply(a.alpn[i], b.alpn[i]);
+  apply(a.no_alpn, b.no_alpn);
+}
+
+}  // namespace
+
+const tls::TlsContext* TcpServer::tls_context_for(Worker& worker) {
+  const uint64_t generation = options_.tls->generation();
+  if (generation != worker.tls_generation) {
+    worker.tls_context = options_.tls->current();
+    worker.tls_generation = generation;
+  }
+  return worker.tls_context.get();
+}
+
+void TcpServer::count_handshake(Worker& worker, const TcpConnection& connection,
+                                std::error_code failure) noexcept {
+  tls::TlsCounters delta;
+  if (failure) {
+    delta.record_failure(failure);
+  } else {
+    delta.record(*connection.tls());
+  }
+  for_each_figure(worker.tls_counters, delta,
+                  [](uint64_t& total, uint64_t n) { add_relaxed(total, n); });
+}
+
+std::vector<tls::TlsCounters> TcpServer::tls_counters() const {
+  std::vector<tls::TlsCounters> all(workers_.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    for_each_figure(all[i], workers_[i]->tls_counters,
+                    [](uint64_t& copy, const uint64_t& figure) { copy = load_relaxed(figure); });
+  }
+  return all;
+}
+
+Spawned TcpServer::serve_tls(Worker& worker, UniqueFd fd, InetAddress peer) {
+  // Nagle would hold each flight of the handshake back until the peer's delayed ACK.
+  set_tcp_nodelay(fd.get(), true);
+  prepare_accepted(fd.get(), peer);
+  const tls::TlsContext* context = tls_context_for(worker);
+  auto session = context != nullptr ? tls::TlsSession::accept(*context)
+                                    : Result<tls::TlsSession>(Unexpected{std::errc::not_connected});
+  if (!session) {  // no context loaded, or no memory for the session: the fd closes
+    LOG_WARN("tls {}: no session: {}", peer.to_string(), session.error().message());
+    live_.fetch_sub(1, std::memory_order_relaxed);
+    co_return;
+  }
+  detail::TlsConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
+                                   output_limits_, std::move(*session));
+  ConnectionNode node{&connection};
+  enlist(worker, node);
+  auto shaken = co_await connection.handshake(context->handshake_timeout_ms());
+  count_handshake(worker, connection, shaken ? std::error_code() : shaken.error());
+  if (shaken) {
+    try {
+      co_await handler_(connection);
+    } catch (const std::exception& e) {
+      log_handler_failure(connection, e.what());
+    }
+  } else {
+    LOG_DEBUG("tls {}: handshake failed: {}", peer.to_string(), shaken.error().message());
+    // An HTTP client on the TLS port is told so in its own language, as nginx does.
+    if (shaken.error() == tls::Errc::kNotTls && !options_.tls_plaintext_reply.empty() &&
+        connection.drop_tls()) {
+      (void)co_await connection.write(std::as_bytes(std::span(options_.tls_plaintext_reply)));
+    }
+  }
+  co_await connection.close();
+  delist(worker, node);
 }
 
 Task<ServerStats> TcpServer::collect_stats() {

@@ -79,6 +79,8 @@ class MultishotRecv : private Operation {
     owner_ = owner;
     on_idle_ = on_idle;
   }
+  /// The owner given to set_on_idle (a connection finds itself from its reader through it).
+  void* owner() const noexcept { return owner_; }
   /// Runs that callback now: for an owner that reads without the stream too (single-shot
   /// reads on a loop without receive buffers) and reports their end the same way.
   void notify_idle() const noexcept {
