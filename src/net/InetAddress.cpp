@@ -59,6 +59,16 @@ uint16_t InetAddress::port() const noexcept {
   return ntohs(storage_.v4.sin_port);
 }
 
+std::string InetAddress::host() const {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (family() == AF_INET6) {
+    ::inet_ntop(AF_INET6, &storage_.v6.sin6_addr, text, sizeof text);
+  } else {
+    ::inet_ntop(AF_INET, &storage_.v4.sin_addr, text, sizeof text);
+  }
+  return text;
+}
+
 std::string InetAddress::to_string() const {
   char text[INET6_ADDRSTRLEN] = "?";
   if (family() == AF_INET6) {

@@ -32,6 +32,8 @@ class InetAddress {
   int family() const noexcept { return storage_.any.sa_family; }
   uint16_t port() const noexcept;
   std::string to_string() const;
+  /// The address alone, without brackets or port: "1.2.3.4", "::1".
+  std::string host() const;
   friend bool operator==(const InetAddress& a, const InetAddress& b) noexcept;
 
  private:
