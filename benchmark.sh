@@ -33,6 +33,9 @@
 # UCP variants for the tuning matrix: a server named ucp+SECTION.KEY=VALUE[+...] is
 # proactor_test with those --set overrides, e.g.
 #   BENCH_SERVERS="ucp ucp+event_loop.sqpoll=true epoll_echo" BENCH_TAG=sqpoll ./benchmark.sh
+# Another build of UCP in the same run (a before/after comparison): ucp@DIR is DIR/proactor_test
+# (DIR: that build's bin directory), and takes +SECTION.KEY=VALUE overrides the same way, e.g.
+#   BENCH_SERVERS="ucp@/work/before/bin ucp epoll_echo" BENCH_TAG=before-after ./benchmark.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$PWD
@@ -106,6 +109,7 @@ fi
 available() {  # available NAME: true when the server can run here
   case $1 in
     ucp | ucp+*) [ "$ucp_available" = 1 ] ;;
+    ucp@*) local dir=${1#ucp@}; [ -x "${dir%%+*}/proactor_test" ] ;;
     nginx) [ -x "$NGINX" ] ;;
     uring_bare_http) [ -x "$BIN/uring_bare_echo" ] ;;
     *) [ -x "$BIN/$1" ] ;;
@@ -138,7 +142,7 @@ PORT=""
 # start_server NAME PROTOCOL: starts NAME pinned to the server CPUs on a free port and waits
 # until it listens. Sets SERVER_PID and PORT.
 start_server() {
-  local name=$1 protocol=$2 logfile="$RAW/server-$1.log" i
+  local name=$1 protocol=$2 logfile="$RAW/server-${1//\//_}.log" i
   PORT=$(free_port)
   local -a cmd
   case $name in
@@ -148,6 +152,13 @@ start_server() {
       IFS=+ read -ra parts <<<"${name#ucp}"
       for part in "${parts[@]}"; do [ -n "$part" ] && overrides+=(--set "$part"); done
       cmd=("$BIN/proactor_test" --set "server.port=$PORT" "${UCP_FLAGS[@]/PROTOCOL/$protocol}" "${overrides[@]}") ;;
+    ucp@*)
+      local -a at_overrides=() at_parts=()
+      local at_part at_spec=${name#ucp@}
+      IFS=+ read -ra at_parts <<<"${at_spec#*+}"
+      [ "$at_spec" = "${at_spec%%+*}" ] && at_parts=()
+      for at_part in "${at_parts[@]}"; do [ -n "$at_part" ] && at_overrides+=(--set "$at_part"); done
+      cmd=("${at_spec%%+*}/proactor_test" --set "server.port=$PORT" "${UCP_FLAGS[@]/PROTOCOL/$protocol}" "${at_overrides[@]}") ;;
     nginx)
       local prefix=$RAW/nginx
       mkdir -p "$prefix"
@@ -203,9 +214,9 @@ echo_run() {
   json=$(pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" -c "$conns" -s "$size" \
     -d "$DURATION" -w "$WARMUP" -P "$DEPTH" -t "$CLIENT_THREADS" "${CLIENT_MODE_FLAG[@]}" \
     --json --server-pid "$SERVER_PID" \
-    2>>"$RAW/client-$name-$size-$conns-$run.log") || rc=$?
+    2>>"$RAW/client-${name//\//_}-$size-$conns-$run.log") || rc=$?
   stop_server
-  echo "$json" >>"$RAW/client-$name-$size-$conns-$run.log"
+  echo "$json" >>"$RAW/client-${name//\//_}-$size-$conns-$run.log"
   python3 - "$json" "$name" "$size" "$conns" "$run" "$rc" >>"$DATA" <<'EOF'
 import json, sys
 raw, name, size, conns, run, rc = sys.argv[1:]
@@ -238,8 +249,8 @@ http_run() {
   end=$(date +%s.%N)
   after=$(cpu_times "$SERVER_PID")
   stop_server
-  echo "$out" >"$RAW/wrk-$name-$conns-$run.log"
-  python3 - "$name" "$conns" "$run" "$before" "$after" "$TICKS" "$start" "$end" "$RAW/wrk-$name-$conns-$run.log" >>"$DATA" <<'EOF'
+  echo "$out" >"$RAW/wrk-${name//\//_}-$conns-$run.log"
+  python3 - "$name" "$conns" "$run" "$before" "$after" "$TICKS" "$start" "$end" "$RAW/wrk-${name//\//_}-$conns-$run.log" >>"$DATA" <<'EOF'
 import re, sys
 name, conns, run, before, after, ticks, start, end, path = sys.argv[1:]
 text = open(path).read()
@@ -276,7 +287,7 @@ syscall_pass() {
   local kind=$1 name=$2 size=$3 conns=$4 d client_pid perf_pid out qps i
   d=$(( DURATION < 4 ? 4 : DURATION ))
   start_server "$name" "$kind" || return 0
-  local clog=$RAW/syscalls-client-$kind-$name-$size-$conns.log perf_out=$RAW/syscalls-perf-$kind-$name-$size-$conns.csv
+  local clog=$RAW/syscalls-client-$kind-${name//\//_}-$size-$conns.log perf_out=$RAW/syscalls-perf-$kind-${name//\//_}-$size-$conns.csv
   if [ "$kind" = echo ]; then
     pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" -c "$conns" -s "$size" \
       -d "$d" -w "$WARMUP" -P "$DEPTH" -t "$CLIENT_THREADS" "${CLIENT_MODE_FLAG[@]}" --json \

@@ -21,6 +21,14 @@
 
 namespace ucp::http::detail {
 
+/// Bodies up to this size are queued as a copy with the other answers of the same read;
+/// larger ones go out from where they are (a file piece by piece, each from the read buffer).
+constexpr size_t kSmallFileBytes = 16 * 1024;
+
+/// The answer when no route matched: 405 with Allow when the path has routes for other
+/// methods, else 404 (Middleware.cpp).
+Task<> not_routed(Response& response, Router::MethodSet allowed);
+
 /// A one-shot timer for a connection, on the loop's timer heap. Fires on the loop thread after
 /// the completions of an iteration: the callback must not resume coroutines inline
 /// (TcpConnection::stop_reading schedules, which is fine).
@@ -196,8 +204,9 @@ class Connection {
   Task<bool> respond();
   /// Sends the 101 head of a response that switches protocols and keeps what takes over.
   Task<bool> switch_protocols(Request& request, Response& response);
-  /// Encodes the head of a finished (non-stream) response; decides keep-alive.
-  void prepare_head(Request& request, Response& response) noexcept;
+  /// Encodes the head of a finished response, or of a stream (`streaming`), into the session's
+  /// out buffer; decides the framing and keep-alive.
+  void prepare_head(const Request& request, Response& response, bool streaming) noexcept;
   /// A response the server makes itself (errors, 100 Continue excepted): closes after it.
   Task<> send_error(int status, std::string_view reason);
   void account() noexcept;

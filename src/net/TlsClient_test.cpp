@@ -99,8 +99,8 @@ struct Outcome {
   bool end_of_stream = false;
 };
 
-Task<> talk(EventLoop& loop, std::string host, uint16_t port, ClientOptions options,
-            Outcome& out, std::string message = "hello") {
+Task<> talk(EventLoop& loop, std::string host, uint16_t port, ClientOptions options, Outcome& out,
+            std::string message = "hello") {
   auto connection = co_await TcpClient::connect(loop, std::move(host), port, options);
   if (!connection) {
     out.error = connection.error();
@@ -159,11 +159,11 @@ TEST(TlsClient, ReconnectsResumeTheSession) {
   ClientOptions options;
   options.tls = client_context();
   Outcome first, second;
-  test::run_to_end(*loop, [](EventLoop& l, uint16_t port, ClientOptions o, Outcome& a,
-                             Outcome& b) -> Task<> {
-    co_await talk(l, "localhost", port, o, a);
-    co_await talk(l, "localhost", port, o, b);
-  }(*loop, server.port(), options, first, second));
+  test::run_to_end(
+      *loop, [](EventLoop& l, uint16_t port, ClientOptions o, Outcome& a, Outcome& b) -> Task<> {
+        co_await talk(l, "localhost", port, o, a);
+        co_await talk(l, "localhost", port, o, b);
+      }(*loop, server.port(), options, first, second));
   ASSERT_FALSE(first.error) << first.error.message();
   ASSERT_FALSE(second.error) << second.error.message();
   EXPECT_FALSE(first.resumed);

@@ -101,11 +101,11 @@ class TlsConnection final : public TcpConnection {
   }
 
   tls::TlsSession session_;
-  BufferLease plaintext_;            // decrypted and not yet read: none while idle
-  ReadAwaiter* filling_ = nullptr;   // the fill's raw read while it waits
-  std::error_code fill_error_;       // the fill's raw read failed: for the read it serves
-  std::error_code failure_;          // no memory for plaintext: every read fails
-  size_t sealed_ = 0;                // the writer's: plaintext sealed, its records not all sent
+  BufferLease plaintext_;           // decrypted and not yet read: none while idle
+  ReadAwaiter* filling_ = nullptr;  // the fill's raw read while it waits
+  std::error_code fill_error_;      // the fill's raw read failed: for the read it serves
+  std::error_code failure_;         // no memory for plaintext: every read fails
+  size_t sealed_ = 0;               // the writer's: plaintext sealed, its records not all sent
 };
 
 }  // namespace ucp::detail

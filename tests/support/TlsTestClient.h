@@ -30,7 +30,7 @@
 namespace ucp::test {
 
 struct TlsClientSettings {
-  std::string ca_file;                   // empty: no verification
+  std::string ca_file;                    // empty: no verification
   std::string server_name = "localhost";  // SNI and the name verified
   std::vector<std::string> alpn;          // offered, preferred first
   int version = 0;                        // TLS1_2_VERSION or TLS1_3_VERSION pins it; 0: any
@@ -93,10 +93,9 @@ class TlsTestClient {
 
   bool write(std::string_view data) {
     size_t written = 0;
-    return data.empty() || (retrying([&] {
-                              return SSL_write_ex(ssl_, data.data(), data.size(), &written);
-                            }) == 1 &&
-                            written == data.size());
+    return data.empty() ||
+           (retrying([&] { return SSL_write_ex(ssl_, data.data(), data.size(), &written); }) == 1 &&
+            written == data.size());
   }
   /// One SSL_read of at most `max` bytes.
   TlsRead read_some(size_t max = 65536) {
@@ -197,8 +196,7 @@ class TlsTestClient {
     }
     if (!settings.certificate.empty() &&
         (SSL_CTX_use_certificate_chain_file(ctx_, settings.certificate.c_str()) != 1 ||
-         SSL_CTX_use_PrivateKey_file(ctx_, settings.private_key.c_str(), SSL_FILETYPE_PEM) !=
-             1)) {
+         SSL_CTX_use_PrivateKey_file(ctx_, settings.private_key.c_str(), SSL_FILETYPE_PEM) != 1)) {
       error_ = "client certificate: " + openssl_errors();
       return;
     }

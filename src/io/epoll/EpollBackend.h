@@ -48,6 +48,8 @@
 //
 // Thread contract: the owning loop's thread only (created anywhere); FileWorkers inside has its
 // own threads.
+//
+// The class is defined in five files, one per responsibility (EpollState.h lists them).
 
 #include <memory>
 #include <string>
