@@ -58,14 +58,17 @@ Result<void, Error> UdpEchoServer::start(std::string* warnings) {
   main_options.provided_buffers_count = 0;
   main_options.registered_buffers_count = 0;
   main_options.ring_entries = 64;
+  main_options.busy_poll_us = 0;  // nothing to poll for: the workers receive
   auto main_loop = EventLoop::create(main_options);
   if (!main_loop) {
     return Unexpected{
         Error(EventLoop::describe_setup_error(main_loop.error(), main_options), main_loop.error())};
   }
   main_loop_ = std::move(*main_loop);
-  pool_ = std::make_unique<EventLoopThreadPool>(config_.thread_num, loop_options_);
+  pool_ = std::make_unique<EventLoopThreadPool>(config_.thread_num, loop_options_, nullptr,
+                                                config_.cpu_affinity);
   if (auto started = pool_->start(warnings); !started) return started;
+  pool_->place_main_thread();  // this thread runs the main loop
   return bind_all(*address, warnings);
 }
 
@@ -150,7 +153,7 @@ std::string UdpEchoServer::describe_loops() const {
          (loops.size() > 1 ? " (SO_REUSEPORT)" : "") + ", receive " +
          (multishot_ ? "into the loop's receive buffers (batched)" : "one recvmsg at a time") +
          ", SO_RCVBUF " + std::to_string(receive_buffer_bytes_) + " bytes; " +
-         loops.front()->describe();
+         loops.front()->describe() + "; " + pool_->describe_placement();
 }
 
 }  // namespace ucp::app

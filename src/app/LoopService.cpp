@@ -1,5 +1,7 @@
 #include "ucp/app/LoopService.h"
 
+#include "ucp/net/CpuAffinity.h"
+
 namespace ucp::app {
 
 Result<void, Error> LoopService::start(std::string* warnings) {
@@ -12,6 +14,7 @@ Result<void, Error> LoopService::start(std::string* warnings) {
 }
 
 void LoopService::run() {
+  name_current_thread("ucp-main");  // the program's one loop is its main loop
   loop_->spawn([](EventLoop& loop, Body& body) -> Task<> {
     co_await body(loop);
     loop.stop();  // the body is done: so is the program

@@ -1,14 +1,17 @@
 #include "ucp/app/ServerSections.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <string_view>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/un.h>
 
 #include "ucp/base/Defaults.h"
+#include "ucp/net/CpuAffinity.h"
 #include "ucp/tls/TlsContext.h"
 
 namespace ucp::app {
@@ -76,6 +79,13 @@ void declare_server(ConfigSchema& schema) {
   s.duration("write_timeout_ms", milliseconds(defaults::kWriteTimeoutMs), {}, kOneDay,
              "close a connection whose peer takes no output this long; 0 = never (HTTP: "
              "http.send_timeout_ms)");
+  s.text("cpu_affinity", defaults::kCpuAffinity,
+         "pin the threads: empty = no | auto = worker N on CPU N mod nproc, the main loop on the "
+         "next | a CPU list such as 0,2,4-7, one per worker in order (the main loop unpinned)")
+      .check([](std::string_view value) {
+        auto parsed = CpuAffinity::parse(value);
+        return parsed ? std::string() : parsed.error().message;
+      });
   s.text("takeover_socket", "",
          "unix socket where the running server hands its listening sockets to a successor "
          "started with --takeover PATH; empty = none; @NAME = abstract")
@@ -93,6 +103,12 @@ void declare_event_loop(ConfigSchema& schema) {
   e.flag("sqpoll", defaults::kSqpoll, "IORING_SETUP_SQPOLL: a kernel thread polls the SQ");
   e.duration("sqpoll_idle_ms", milliseconds(defaults::kSqpollIdleMs), {}, milliseconds(60000),
              "with sqpoll: the poller sleeps after this idle time (0 = the kernel's 1 s)");
+  e.integer("sqpoll_cpu", defaults::kSqpollCpu, -1, CPU_SETSIZE - 1,
+            "with sqpoll: the CPU the SQPOLL thread runs on (IORING_SETUP_SQ_AFF); -1 = any");
+  e.integer("busy_poll_us", defaults::kBusyPollUs, 0, 1000000,
+            "spin this long looking for completions before a loop sleeps (and NAPI busy poll "
+            "where the kernel has it); 0 = off. Costs CPU time: a loop that hears from a client "
+            "more often than this never sleeps");
   e.integer("registered_buffers_count", defaults::kRegisteredBuffersCount, 0, 16384,
             "fixed buffers per worker ring (READ/WRITE_FIXED); 0 = off");
   e.size("registered_buffer_size", defaults::kRegisteredBufferSize, 64, 1048576,
@@ -234,6 +250,8 @@ LoopOptions loop_options(const Config& c) {
   o.ring_entries = c.get<uint32_t>("event_loop.ring_entries");
   o.sqpoll = c.get<bool>("event_loop.sqpoll");
   o.sqpoll_idle_ms = c.get<uint32_t>("event_loop.sqpoll_idle_ms");
+  o.sqpoll_cpu = c.get<int32_t>("event_loop.sqpoll_cpu");
+  o.busy_poll_us = c.get<uint32_t>("event_loop.busy_poll_us");
   o.pending_queue_capacity = c.get<uint32_t>("event_loop.pending_queue_capacity");
   o.defer_taskrun = c.get<bool>("event_loop.defer_taskrun");
   o.provided_buffers_count = c.get<bool>("event_loop.multishot_recv")
@@ -262,6 +280,8 @@ ServerOptions server_options(const Config& c) {
   o.msg_ring_handoff = c.get<bool>("event_loop.msg_ring_handoff");  // kept in [event_loop]
   o.max_output_bytes = c.get<uint64_t>("server.max_output_bytes");
   o.write_timeout_ms = c.get<uint32_t>("server.write_timeout_ms");
+  o.cpu_affinity =
+      CpuAffinity::parse(c.get<std::string>("server.cpu_affinity")).value_or(CpuAffinity{});
   return o;
 }
 
@@ -357,6 +377,31 @@ void check_startup_memory(const Config& config, ConfigProblems& problems,
                     startup_knobs(loop, settings.log));
 }
 
+// The CPUs server.cpu_affinity and event_loop.sqpoll_cpu name must be ones this process may
+// run on: a typo is refused with the file and line instead of failing later at start-up.
+void check_cpus(const Config& config, ConfigProblems& problems) {
+  const std::vector<int> allowed = allowed_cpus();
+  if (allowed.empty()) return;  // unknown: the start-up says it
+  const auto usable = [&allowed](int cpu) {
+    return std::find(allowed.begin(), allowed.end(), cpu) != allowed.end();
+  };
+  const auto refuse = [&](std::string_view key, int cpu) {
+    problems.fail({key}, "CPU " + std::to_string(cpu) + " is not one this process may run on (" +
+                             format_cpu_list(allowed) + ")");
+  };
+  const auto affinity = CpuAffinity::parse(config.get<std::string>("server.cpu_affinity"));
+  if (affinity) {
+    for (int cpu : affinity->cpus) {
+      if (!usable(cpu)) {
+        refuse("server.cpu_affinity", cpu);
+        break;
+      }
+    }
+  }
+  const auto sqpoll_cpu = config.get<int32_t>("event_loop.sqpoll_cpu");
+  if (sqpoll_cpu >= 0 && !usable(sqpoll_cpu)) refuse("event_loop.sqpoll_cpu", sqpoll_cpu);
+}
+
 }  // namespace
 
 std::optional<tls::TlsOptions> tls_options(const Config& c) {
@@ -406,6 +451,7 @@ void declare_server_sections(ConfigSchema& schema, const LoopAdjustment* adjust)
     check_startup_memory(config, problems, adjust);
   });
   schema.check(check_tls);
+  schema.check(check_cpus);
 }
 
 ServerSettings server_settings(const Config& config) {

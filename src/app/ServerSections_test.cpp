@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "ucp/app/Config.h"
+#include "ucp/net/CpuAffinity.h"
 
 #include "TestCertificates.h"
 
@@ -133,7 +134,10 @@ TEST_F(Sections, DefaultsAreTheOptionStructsDefaults) {
     EXPECT_EQ(s.server.msg_ring_handoff, server.msg_ring_handoff);
     EXPECT_EQ(s.server.max_output_bytes, server.max_output_bytes);
     EXPECT_EQ(s.server.write_timeout_ms, server.write_timeout_ms);
+    EXPECT_EQ(s.server.cpu_affinity.mode, server.cpu_affinity.mode);
     const LoopOptions loop;
+    EXPECT_EQ(s.loop.sqpoll_cpu, loop.sqpoll_cpu);
+    EXPECT_EQ(s.loop.busy_poll_us, loop.busy_poll_us);
     EXPECT_EQ(s.loop.backend, loop.backend);
     EXPECT_EQ(s.loop.ring_entries, loop.ring_entries);
     EXPECT_EQ(s.loop.sqpoll, loop.sqpoll);
@@ -172,6 +176,7 @@ TEST_F(Sections, DefaultsAreTheOptionStructsDefaults) {
 
 TEST_F(Sections, EveryKeyMapsOntoItsOption) {
   const auto& pki = test::TestPki::get();
+  const int cpu = allowed_cpus().back();  // a CPU this process may use: the check wants one
   const Config config = must(R"ini(
 [server]
 name = Edge
@@ -188,11 +193,13 @@ shutdown_timeout_ms = 250
 max_output_bytes = 4294967296
 write_timeout_ms = 86400000
 takeover_socket = @ucp-test
+cpu_affinity = auto
 [event_loop]
 backend = epoll
 ring_entries = 8
 sqpoll = on
 sqpoll_idle_ms = 0
+busy_poll_us = 1000000
 registered_buffers_count = 16384
 registered_buffer_size = 64
 pending_queue_capacity = 0
@@ -224,19 +231,20 @@ send_timeout_ms = 1
 [tls]
 enable = true
 certificate = )ini" + pki.ecdsa.certificate +
-                             R"ini(
+                                 R"ini(
 private_key = )ini" + pki.ecdsa.private_key +
-                             R"ini(
+                                 R"ini(
 sni_certificates = )ini" + pki.rsa.certificate +
-                             " " + pki.rsa.private_key + R"ini(
+                                 " " + pki.rsa.private_key + R"ini(
 min_version = 1.3
 alpn = h2, http/1.1
 session_tickets = false
 client_ca = )ini" + pki.ca_file +
-                             R"ini(
+                                 R"ini(
 verify_client = require
 handshake_timeout_ms = 1
-)ini");
+)ini",
+                             {"event_loop.sqpoll_cpu=" + std::to_string(cpu)});
   const ServerSettings s = server_settings(config);
   EXPECT_EQ(s.name, "Edge");
   EXPECT_EQ(s.server.ip, "127.0.0.1");
@@ -252,7 +260,10 @@ handshake_timeout_ms = 1
   EXPECT_EQ(s.server.max_output_bytes, 4294967296u);
   EXPECT_EQ(s.server.write_timeout_ms, 86400000u);
   EXPECT_EQ(s.takeover_socket, "@ucp-test");
+  EXPECT_EQ(s.server.cpu_affinity.mode, CpuAffinity::Mode::kAuto);
   EXPECT_EQ(s.loop.backend, BackendKind::kEpoll);
+  EXPECT_EQ(s.loop.sqpoll_cpu, cpu);
+  EXPECT_EQ(s.loop.busy_poll_us, 1000000u);
   EXPECT_EQ(s.loop.ring_entries, 8u);
   EXPECT_TRUE(s.loop.sqpoll);
   EXPECT_EQ(s.loop.sqpoll_idle_ms, 0u);
@@ -297,7 +308,7 @@ handshake_timeout_ms = 1
   size_t keys = 0;
   for (const SectionSchema& section : schema_.sections()) keys += section.keys().size();
   EXPECT_EQ(Config::changes(Config(schema_), config).size(), keys);
-  EXPECT_EQ(keys, 54u);
+  EXPECT_EQ(keys, 57u);
 }
 
 TEST_F(Sections, ValuesAreWrittenAsBefore) {

@@ -71,6 +71,7 @@ class Backend {
   virtual std::string describe() const = 0;
   const LoopCapabilities& capabilities() const noexcept { return capabilities_; }
   const LoopStats& stats() const noexcept { return stats_; }
+  LoopStats& stats() noexcept { return stats_; }  // the loop counts its own (busy polls)
 
  protected:
   LoopCapabilities capabilities_;

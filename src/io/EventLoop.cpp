@@ -76,7 +76,16 @@ const char* EventLoop::backend_name() const noexcept { return backend_->name(); 
 const LoopCapabilities& EventLoop::capabilities() const noexcept {
   return backend_->capabilities();
 }
-std::string EventLoop::describe() const { return backend_->describe(); }
+std::string EventLoop::describe() const {
+  std::string out = backend_->describe();
+  if (options_.busy_poll_us > 0) {
+    out += " busy_poll_us=" + std::to_string(options_.busy_poll_us) +
+           (capabilities().napi_busy_poll ? " napi_busy_poll=on" : " napi_busy_poll=off");
+  } else {
+    out += " busy_poll=off";
+  }
+  return out;
+}
 const LoopStats& EventLoop::stats() const noexcept { return backend_->stats(); }
 uint64_t EventLoop::in_flight() const noexcept { return backend_->in_flight(); }
 
@@ -227,17 +236,46 @@ void EventLoop::run_once() {
   if (ready_.empty()) run_pre_submit_hooks();
   arm_wakeup();
   bool may_block = ready_.empty();
-  if (may_block) {
-    // About to sleep: open the latch, then look again (pairs with post()'s exchange).
-    wake_pending_.store(false, std::memory_order_seq_cst);
-    if (posted_.maybe_nonempty() || stop_requested_.load(std::memory_order_seq_cst)) {
-      may_block = false;
+  if (!may_block || options_.busy_poll_us == 0 || !busy_poll()) {
+    if (may_block) {
+      // About to sleep: open the latch, then look again (pairs with post()'s exchange).
+      wake_pending_.store(false, std::memory_order_seq_cst);
+      if (posted_.maybe_nonempty() || stop_requested_.load(std::memory_order_seq_cst)) {
+        may_block = false;
+      }
     }
+    poll(may_block);
+    wake_pending_.store(true, std::memory_order_relaxed);
   }
-  poll(may_block);
-  wake_pending_.store(true, std::memory_order_relaxed);
   dispatch_messages();
   resume_ready();
+}
+
+// Instead of sleeping at once, look for work for up to busy_poll_us: a completion that arrives
+// meanwhile is taken without the wake-up of a sleeping thread (the scheduler's latency, often
+// tens of microseconds). The latch stays closed while spinning, so a post() writes no eventfd:
+// the spin sees the queue itself. True when it found work (completions delivered, a task
+// posted, a timer due, a stop asked for); false when the time ran out and the loop should
+// sleep as usual.
+bool EventLoop::busy_poll() noexcept {
+  LoopStats& stats = backend_->stats();
+  ++stats.busy_polls;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point timer_due = timers_.next_key();
+  const Clock::time_point spin_end = start + std::chrono::microseconds(options_.busy_poll_us);
+  for (;;) {
+    backend_->poll(false, std::chrono::nanoseconds{0}, ready_, options_.cqe_batch);
+    const Clock::time_point now = Clock::now();
+    if (!ready_.empty() || !arrived_messages_.empty() || hooks_head_ != nullptr ||
+        posted_.maybe_nonempty() || stop_requested_.load(std::memory_order_relaxed) ||
+        now >= timer_due) {
+      ++stats.busy_poll_hits;
+      now_ = now;
+      timers_.fire_due(now_);
+      return true;
+    }
+    if (now >= spin_end) return false;
+  }
 }
 
 void EventLoop::resume_ready() {

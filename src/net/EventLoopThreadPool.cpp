@@ -9,10 +9,11 @@
 namespace ucp {
 
 EventLoopThreadPool::EventLoopThreadPool(size_t threads, const LoopOptions& options,
-                                         const EventLoop* share_with)
+                                         const EventLoop* share_with, CpuAffinity affinity)
     : thread_count_(threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads),
       options_(options),
-      share_with_(share_with) {}
+      share_with_(share_with),
+      affinity_(std::move(affinity)) {}
 
 EventLoopThreadPool::~EventLoopThreadPool() {
   stop_all();
@@ -21,6 +22,8 @@ EventLoopThreadPool::~EventLoopThreadPool() {
 
 Result<void, Error> EventLoopThreadPool::start(std::string* warnings) {
   loops_.resize(thread_count_);
+  // Read before any thread of ours is pinned: "auto" spreads over what the process was given.
+  allowed_cpus_ = allowed_cpus();
   // Every worker sets its loop up at the same time: a ring with registered buffers takes tens
   // of milliseconds (the kernel pins its pages), and one after the other 16 of them took
   // seconds. Each says when it is done (its message: warnings, or why it failed).
@@ -41,17 +44,26 @@ Result<void, Error> EventLoopThreadPool::start(std::string* warnings) {
     // submitter, and the ring's memory is first touched where it will be used.
     try {
       threads_.emplace_back([this, i, promise = &ready[i]] {
+        name_current_thread("ucp-worker-" + std::to_string(i));
         std::string notes;
         std::string error;
-        try {
-          auto loop = EventLoop::create(options_, &notes, share_with_);
-          if (loop) {
-            loops_[i] = std::move(*loop);
-          } else {
-            error = EventLoop::describe_setup_error(loop.error(), options_);
+        const int cpu = worker_cpu(i);
+        if (auto pinned = cpu >= 0 ? pin_current_thread(cpu) : Result<void>{}; !pinned) {
+          error = "cannot run on CPU " + std::to_string(cpu) +
+                  " (server.cpu_affinity = " + affinity_.to_string() +
+                  "): " + pinned.error().message() + "; this process may run on CPUs " +
+                  format_cpu_list(allowed_cpus_);
+        } else {
+          try {
+            auto loop = EventLoop::create(options_, &notes, share_with_);
+            if (loop) {
+              loops_[i] = std::move(*loop);
+            } else {
+              error = EventLoop::describe_setup_error(loop.error(), options_);
+            }
+          } catch (const std::bad_alloc&) {  // a set-up allocation the process cannot have
+            error = "out of memory while setting up its loop";
           }
-        } catch (const std::bad_alloc&) {  // a set-up allocation the process cannot have
-          error = "out of memory while setting up its loop";
         }
         if (!loops_[i]) {
           promise->set_value(std::move(error));
@@ -87,6 +99,37 @@ Result<void, Error> EventLoopThreadPool::start(std::string* warnings) {
   }
   if (warnings) *warnings += notes;
   return {};
+}
+
+int EventLoopThreadPool::worker_cpu(size_t index) const noexcept {
+  return affinity_.worker_cpu(index, allowed_cpus_);
+}
+
+int EventLoopThreadPool::main_cpu() const noexcept {
+  return affinity_.main_cpu(thread_count_, allowed_cpus_);
+}
+
+void EventLoopThreadPool::place_main_thread() const {
+  name_current_thread("ucp-main");
+  if (const int cpu = main_cpu(); cpu >= 0) {
+    if (auto pinned = pin_current_thread(cpu); !pinned) {
+      LOG_WARN("server.cpu_affinity: cannot run the main loop on CPU {}: {}; it runs unpinned", cpu,
+               pinned.error().message());
+    }
+  }
+}
+
+std::string EventLoopThreadPool::describe_placement() const {
+  const auto where = [](int cpu) { return cpu >= 0 ? "CPU " + std::to_string(cpu) : "any CPU"; };
+  std::string text = "threads ucp-main (" + where(main_cpu()) + "), ucp-worker-0";
+  if (thread_count_ > 1) text += ".." + std::to_string(thread_count_ - 1);
+  if (!affinity_.pinned()) return text + " (any CPU)";
+  std::vector<int> cpus;
+  for (size_t i = 0; i < thread_count_; ++i) cpus.push_back(worker_cpu(i));
+  std::string list;
+  for (int cpu : cpus) list += (list.empty() ? "" : ",") + std::to_string(cpu);
+  return text + (thread_count_ > 1 ? " (CPUs " : " (CPU ") + list +
+         "), cpu_affinity=" + affinity_.to_string();
 }
 
 EventLoop& EventLoopThreadPool::next_loop() noexcept {

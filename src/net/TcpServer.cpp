@@ -60,6 +60,9 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
   main_options.provided_buffers_count = 0;
   main_options.registered_buffers_count = 0;
   main_options.ring_entries = std::min<uint32_t>(loop_options_.ring_entries, 1024);
+  // Nor does it busy-poll: it accepts now and then, and a spin there would take CPU time from
+  // the workers that serve the requests.
+  main_options.busy_poll_us = 0;
   std::string notes;
   auto main_loop = EventLoop::create(main_options, &notes);
   if (!main_loop) {
@@ -84,8 +87,8 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
 
   // Worker loops share the main loop's kernel-side workers where the backend can (io_uring
   // SQPOLL: one poller thread for every ring).
-  pool_ =
-      std::make_unique<EventLoopThreadPool>(options_.thread_num, loop_options_, main_loop_.get());
+  pool_ = std::make_unique<EventLoopThreadPool>(options_.thread_num, loop_options_,
+                                                main_loop_.get(), options_.cpu_affinity);
   std::string worker_notes;
   if (auto started = pool_->start(&worker_notes); !started) return started;
   // The loops warn alike (e.g. the fallback to epoll where io_uring is blocked): say it once.
@@ -129,6 +132,7 @@ Result<void, Error> TcpServer::start(std::string* warnings) {
         *main_loop_, std::move(loops), this, &deliver_from_ring, &fall_back_from_ring);
   }
   listeners_open_.store(acceptor_list_.size());
+  pool_->place_main_thread();  // this thread runs the main loop (see the thread contract)
   if (warnings) *warnings += notes;
   return {};
 }
@@ -151,7 +155,7 @@ std::string TcpServer::describe_loops() const {
   if (acceptors_ == Acceptors::kPerWorker) {
     text += "; acceptors: per_worker (each worker accepts on its own SO_REUSEPORT socket)";
   }
-  return text;
+  return text + "; " + pool_->describe_placement();
 }
 
 void TcpServer::run() {

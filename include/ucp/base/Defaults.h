@@ -26,11 +26,18 @@ inline constexpr uint64_t kMaxOutputBytes = 4 * 1024 * 1024;
 // 0 = a peer may stop reading for ever.
 inline constexpr uint32_t kWriteTimeoutMs = 60000;
 inline constexpr bool kMsgRingHandOff = false;  // measured no faster than the task queue
+// Where the server's threads run: empty = wherever the kernel schedules them, "auto" = worker N
+// on the N-th CPU the process may use, or a CPU list (ucp/net/CpuAffinity.h).
+inline constexpr const char* kCpuAffinity = "";
 
 // [event_loop] / LoopOptions
 inline constexpr uint32_t kRingEntries = 4096;
 inline constexpr bool kSqpoll = false;
 inline constexpr uint32_t kSqpollIdleMs = 50;
+inline constexpr int32_t kSqpollCpu = -1;  // -1 = the SQPOLL thread is not pinned
+// Spin this long looking for completions before the loop sleeps; 0 = sleep at once. Off by
+// default: a spinning loop keeps its CPU busy while requests keep coming.
+inline constexpr uint32_t kBusyPollUs = 0;
 inline constexpr uint32_t kPendingQueueCapacity = 65536;
 inline constexpr bool kDeferTaskrun = true;
 inline constexpr bool kMultishotRecv = true;

@@ -62,6 +62,12 @@ struct LoopOptions {
   uint32_t ring_entries = defaults::kRingEntries;  // io_uring SQ size; the CQ gets 4x
   bool sqpoll = defaults::kSqpoll;                 // io_uring: IORING_SETUP_SQPOLL
   uint32_t sqpoll_idle_ms = defaults::kSqpollIdleMs;
+  // The CPU the SQPOLL thread runs on (IORING_SETUP_SQ_AFF); -1 = not pinned. With sqpoll only.
+  int32_t sqpoll_cpu = defaults::kSqpollCpu;
+  // Before sleeping, look for completions (and posted tasks) for this long; 0 = sleep at once.
+  // Where the kernel offers it, it also busy-polls the network devices' queues for as long
+  // (io_uring IORING_REGISTER_NAPI, epoll EPIOCSPARAMS): LoopCapabilities::napi_busy_poll.
+  uint32_t busy_poll_us = defaults::kBusyPollUs;
   // Operations waiting while the SQ is full.
   uint32_t pending_queue_capacity = defaults::kPendingQueueCapacity;
   bool defer_taskrun = defaults::kDeferTaskrun;  // io_uring: SINGLE_ISSUER + DEFER_TASKRUN
@@ -82,6 +88,7 @@ struct LoopCapabilities {
   bool multishot_receive = false;  // receive() is served from the loop's receive buffers
   bool ring_messages = false;      // io/detail/RingMessage.h (io_uring MSG_RING)
   bool registered_buffers = false;
+  bool napi_busy_poll = false;  // busy_poll_us also reaches the kernel's NAPI busy poll
 };
 
 struct LoopStats {
@@ -91,6 +98,8 @@ struct LoopStats {
   uint64_t deferred_submissions = 0;  // operations that waited in the pending queue (SQ full)
   uint64_t rejected_submissions = 0;  // operations refused: the pending queue was full too
   uint64_t busy_retries = 0;          // submits the kernel refused until completions were reaped
+  uint64_t busy_polls = 0;      // times the loop spun (busy_poll_us) instead of sleeping at once
+  uint64_t busy_poll_hits = 0;  // of those, spins that found work: the loop did not sleep
 };
 
 class EventLoop {
@@ -176,6 +185,7 @@ class EventLoop {
   void arm_wakeup() noexcept;
   void shutdown_io() noexcept;
   void poll(bool may_block);
+  bool busy_poll() noexcept;
   static std::coroutine_handle<> on_wakeup(detail::IoContext& context, int32_t res,
                                            uint32_t flags) noexcept;
   void open_mailbox() noexcept;

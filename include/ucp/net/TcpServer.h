@@ -40,6 +40,7 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/io/Operations.h"
 #include "ucp/io/detail/MultishotAccept.h"
+#include "ucp/net/CpuAffinity.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
 #include "ucp/net/Socket.h"
@@ -88,6 +89,8 @@ struct ServerOptions {
   std::vector<int> listen_fds;
   // kPerWorker sets SO_REUSEPORT on every worker's socket whatever listen.reuse_port says.
   Acceptors acceptors = Acceptors::kMain;
+  // Which CPU each worker and the main loop run on (ucp/net/CpuAffinity.h); none by default.
+  CpuAffinity cpu_affinity;
   // TLS on every connection: the server context in use (ucp/tls/TlsContextHolder.h), shared
   // so that a reload reaches new connections (established ones keep theirs). Null: plain TCP.
   std::shared_ptr<tls::TlsContextHolder> tls;
@@ -123,7 +126,8 @@ class TcpServer {
 
   /// Creates the rings, binds and listens. On failure the Error's message is one line saying
   /// what failed and what to do (port in use, io_uring unavailable...). Optional features the
-  /// machine cannot give are appended to `warnings`, one line each.
+  /// machine cannot give are appended to `warnings`, one line each. The calling thread, the
+  /// main loop's, becomes ucp-main, pinned where ServerOptions::cpu_affinity says.
   Result<void, Error> start(std::string* warnings = nullptr);
   /// Accepts on the calling thread until stop(); returns once every worker has stopped.
   void run();

@@ -12,6 +12,7 @@
 #include "ucp/io/EventLoop.h"
 
 #include "../Sigpipe.h"
+#include "EpollBusyPoll.h"
 #include "EpollState.h"
 
 namespace ucp::detail {
@@ -46,6 +47,9 @@ Result<std::unique_ptr<EpollBackend>> EpollBackend::create(EventLoop& owner,
     warnings +=
         "registered_buffers_count: io_uring only (READ_FIXED/WRITE_FIXED); the epoll backend "
         "reads into pool blocks; ignored\n";
+  }
+  if (options.busy_poll_us > 0) {
+    self->capabilities_.napi_busy_poll = set_epoll_busy_poll(epoll_fd, options.busy_poll_us);
   }
   self->capabilities_.multishot_accept = true;
   self->capabilities_.multishot_receive = self->buffers_ != nullptr;

@@ -87,7 +87,8 @@ TEST(EpollBackend, DescribesItselfAndWhatItCanDo) {
   ASSERT_TRUE(loop);
   EXPECT_EQ(loop->backend_kind(), BackendKind::kEpoll);
   EXPECT_STREQ(loop->backend_name(), "epoll");
-  EXPECT_EQ(loop->describe(), "epoll: edge_triggered=on receive_buffers=128x2048 file_workers=2");
+  EXPECT_EQ(loop->describe(),
+            "epoll: edge_triggered=on receive_buffers=128x2048 file_workers=2 busy_poll=off");
   EXPECT_TRUE(loop->capabilities().multishot_accept);
   EXPECT_TRUE(loop->capabilities().multishot_receive);
   EXPECT_FALSE(loop->capabilities().ring_messages);

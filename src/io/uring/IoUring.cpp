@@ -32,6 +32,7 @@ std::string UringFeatures::describe() const {
   add("defer_taskrun", defer_taskrun);
   add("coop_taskrun", coop_taskrun);
   add("sqpoll", sqpoll);
+  if (sqpoll) out += " sqpoll_cpu=" + (sqpoll_cpu >= 0 ? std::to_string(sqpoll_cpu) : "any");
   add("nodrop", nodrop);
   add("multishot_accept", multishot_accept);
   add("multishot_recv", multishot_recv);
@@ -65,14 +66,16 @@ Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options, int
   attempts.push_back({IORING_SETUP_COOP_TASKRUN, false, false, true});
   attempts.push_back({0, false, false, false});
 
+  // SQ_AFF pins the poller to event_loop.sqpoll_cpu; only the ring that creates the poller
+  // uses it (the others attach to that one).
+  int sq_cpu = want_sqpoll ? options.sqpoll_cpu : -1;
+  if (!want_sqpoll && options.sqpoll_cpu >= 0) {
+    warnings += "sqpoll_cpu: set to " + std::to_string(options.sqpoll_cpu) +
+                " but sqpoll is off, so there is no SQPOLL thread to pin; ignored\n";
+  }
+  bool sqpoll = want_sqpoll;
   int last_error = 0;
-  for (int sqpoll_pass = 0; sqpoll_pass < 2 && !self->initialized_; ++sqpoll_pass) {
-    bool sqpoll = want_sqpoll && sqpoll_pass == 0;
-    if (want_sqpoll && !sqpoll) {
-      warnings += "sqpoll: the kernel refused IORING_SETUP_SQPOLL (" +
-                  std::string(std::strerror(last_error)) +
-                  "; it needs CAP_SYS_NICE before 5.13); running without it\n";
-    }
+  for (;;) {
     for (const Attempt& attempt : attempts) {
       io_uring_params params{};
       params.flags = base | attempt.flags;
@@ -82,6 +85,10 @@ Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options, int
       if (sqpoll) {
         params.flags |= IORING_SETUP_SQPOLL;
         params.sq_thread_idle = options.sqpoll_idle_ms;
+        if (sq_cpu >= 0) {
+          params.flags |= IORING_SETUP_SQ_AFF;
+          params.sq_thread_cpu = static_cast<uint32_t>(sq_cpu);
+        }
         if (share_with_fd >= 0) {
           params.flags |= IORING_SETUP_ATTACH_WQ;
           params.wq_fd = static_cast<uint32_t>(share_with_fd);
@@ -95,6 +102,7 @@ Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options, int
         f.single_issuer = attempt.single;
         f.coop_taskrun = attempt.coop;
         f.sqpoll = sqpoll;
+        f.sqpoll_cpu = sqpoll ? sq_cpu : -1;
         f.nodrop = params.features & IORING_FEAT_NODROP;
         f.ext_arg = params.features & IORING_FEAT_EXT_ARG;
         break;
@@ -102,7 +110,23 @@ Result<std::unique_ptr<IoUring>> IoUring::create(const LoopOptions& options, int
       last_error = -ret;
       if (ret != -EINVAL) break;  // EPERM/ENOSYS/ENOMEM are not about flags
     }
-    if (!self->initialized_ && !(want_sqpoll && sqpoll && last_error == EPERM)) break;
+    if (self->initialized_) break;
+    if (sqpoll && sq_cpu >= 0 && last_error == EINVAL) {
+      // The kernel takes only an online CPU of this process's cpuset.
+      warnings += "sqpoll_cpu: the kernel refused CPU " + std::to_string(sq_cpu) +
+                  " for the SQPOLL thread (offline, or outside this process's cpuset); the "
+                  "thread is not pinned\n";
+      sq_cpu = -1;
+      continue;
+    }
+    if (sqpoll && last_error == EPERM) {
+      warnings += "sqpoll: the kernel refused IORING_SETUP_SQPOLL (" +
+                  std::string(std::strerror(last_error)) +
+                  "; it needs CAP_SYS_NICE before 5.13); running without it\n";
+      sqpoll = false;
+      continue;
+    }
+    break;
   }
   if (!self->initialized_) return Unexpected{error_from_errno(last_error)};
   if (options.defer_taskrun && !want_sqpoll && !self->features_.defer_taskrun) {
@@ -158,6 +182,20 @@ std::string describe_registration_error(std::error_code error, uint32_t count, u
            "registered buffers";
   }
   return what + ": " + error.message() + "; running without registered buffers";
+}
+
+bool IoUring::register_napi_busy_poll(uint32_t usecs) noexcept {
+  // liburing 2.3 predates IORING_REGISTER_NAPI (kernel 6.9): the opcode and the argument's
+  // layout, from the kernel's uapi header, are stable ABI.
+  constexpr unsigned kRegisterNapi = 27;
+  struct NapiArgument {
+    uint32_t busy_poll_to;  // microseconds
+    uint8_t prefer_busy_poll;
+    uint8_t pad[3];
+    uint64_t reserved;
+  } argument{usecs, 0, {}, 0};
+  static_assert(sizeof(NapiArgument) == 16);
+  return ::syscall(__NR_io_uring_register, ring_.ring_fd, kRegisterNapi, &argument, 1) == 0;
 }
 
 Result<void> IoUring::enable() {
@@ -227,7 +265,10 @@ void IoUring::submit_and_wait(unsigned wait_nr, std::chrono::nanoseconds timeout
   if (!pending_.empty()) wait_nr = 0;  // never sleep while work is still queued here
   for (int attempt = 0; attempt < 64; ++attempt) {
     unsigned ready = io_uring_sq_ready(&ring_);
-    if (ready == 0 && wait_nr == 0 && !features_.defer_taskrun) return;  // nothing to do
+    // Nothing to submit and no wait: done, unless completions wait for this thread to enter
+    // the kernel (DEFER_TASKRUN runs them only then; COOP_TASKRUN posts them at the next
+    // entry, which a busy-polling loop must not leave to the next timer interrupt).
+    if (ready == 0 && wait_nr == 0 && !features_.defer_taskrun && !features_.coop_taskrun) return;
     int ret;
     if (wait_nr == 0) {
       ret = io_uring_submit_and_get_events(&ring_);

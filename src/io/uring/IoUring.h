@@ -36,6 +36,7 @@ struct UringFeatures {
   bool defer_taskrun = false;
   bool coop_taskrun = false;
   bool sqpoll = false;
+  int sqpoll_cpu = -1;            // the CPU the SQPOLL thread is pinned to; -1 = none
   bool nodrop = false;            // IORING_FEAT_NODROP: CQ overflow is queued, not lost
   bool ext_arg = false;           // IORING_FEAT_EXT_ARG: waits take a timeout without an SQE
   bool multishot_accept = false;  // 5.19
@@ -58,6 +59,10 @@ class IoUring {
   /// Registers `count` x `size` bytes of fresh memory as fixed buffers. ENOMEM means the
   /// locked-memory limit (see describe_registration_error).
   Result<std::unique_ptr<FixedBuffers>> register_buffers(uint32_t count, uint32_t size);
+
+  /// Asks the kernel to busy-poll the network devices' queues (NAPI) for `usecs` whenever
+  /// this ring waits (IORING_REGISTER_NAPI, 6.9+). False when the kernel lacks it.
+  bool register_napi_busy_poll(uint32_t usecs) noexcept;
 
   /// Must run on the loop thread before the first submit.
   Result<void> enable();

@@ -96,6 +96,9 @@ Result<std::unique_ptr<UringBackend>> UringBackend::create(EventLoop& owner,
                   "\n";
     }
   }
+  if (options.busy_poll_us > 0) {
+    self->capabilities_.napi_busy_poll = self->ring_->register_napi_busy_poll(options.busy_poll_us);
+  }
   self->capabilities_.multishot_accept = features.multishot_accept;
   self->capabilities_.multishot_receive = self->buffer_ring_ != nullptr;
   self->capabilities_.ring_messages = features.msg_ring;
