@@ -55,7 +55,8 @@ Inflater::Status inflate_message(Inflater& inflater, const MessageBuffer& compre
   const auto in = compressed.bytes();
   const size_t step = piece == 0 ? in.size() : piece;
   for (size_t at = 0; at < in.size(); at += step) {
-    const auto status = inflater.inflate(in.subspan(at, std::min(step, in.size() - at)), out, limit);
+    const auto status =
+        inflater.inflate(in.subspan(at, std::min(step, in.size() - at)), out, limit);
     if (status != Inflater::Status::kOk) return status;
   }
   return inflater.finish(out, limit);
@@ -82,9 +83,9 @@ TEST(Deflate, ParsesExtensionListsWithParametersAndQuotedValues) {
 }
 
 TEST(Deflate, RefusesMalformedExtensionLists) {
-  for (const char* bad : {"permessage-deflate;", "permessage-deflate; a=", "; a", "a b",
-                          "permessage-deflate; a=\"1", "permessage-deflate; a=\"x\\y\"",
-                          "permessage-deflate; a=\"x y\""}) {
+  for (const char* bad :
+       {"permessage-deflate;", "permessage-deflate; a=", "; a", "a b", "permessage-deflate; a=\"1",
+        "permessage-deflate; a=\"x\\y\"", "permessage-deflate; a=\"x y\""}) {
     std::vector<Extension> list;
     EXPECT_FALSE(parse_extensions(bad, list)) << bad;
   }
@@ -107,15 +108,14 @@ TEST(Deflate, ServerAcceptsTheFirstOfferItCanAndSaysWhatItAgreed) {
   options.peer_window_bits = 12;
   std::vector<Extension> offers;
   // The first offer has an unknown parameter: declined, the second is taken.
-  ASSERT_TRUE(offer_of(
-      "permessage-deflate; x_unknown, permessage-deflate; client_max_window_bits; "
-      "server_max_window_bits=10",
-      offers));
+  ASSERT_TRUE(
+      offer_of("permessage-deflate; x_unknown, permessage-deflate; client_max_window_bits; "
+               "server_max_window_bits=10",
+               offers));
   DeflateParams agreed;
   std::string response;
   ASSERT_TRUE(accept_deflate_offer(offers, options, agreed, response));
-  EXPECT_EQ(response,
-            "permessage-deflate; server_max_window_bits=10; client_max_window_bits=12");
+  EXPECT_EQ(response, "permessage-deflate; server_max_window_bits=10; client_max_window_bits=12");
   EXPECT_FALSE(agreed.server_no_context_takeover);
   EXPECT_FALSE(agreed.client_no_context_takeover);
   EXPECT_EQ(agreed.server_max_window_bits, 10);
@@ -127,7 +127,8 @@ TEST(Deflate, ServerDeclinesRepeatedOrInvalidParameters) {
   for (const char* bad :
        {"permessage-deflate; server_no_context_takeover; server_no_context_takeover",
         "permessage-deflate; server_max_window_bits=16",
-        "permessage-deflate; server_max_window_bits", "permessage-deflate; client_max_window_bits=7",
+        "permessage-deflate; server_max_window_bits",
+        "permessage-deflate; client_max_window_bits=7",
         "permessage-deflate; server_no_context_takeover=1", "x-webkit-deflate-frame"}) {
     std::vector<Extension> offers;
     ASSERT_TRUE(offer_of(bad, offers)) << bad;
@@ -167,8 +168,9 @@ TEST(Deflate, ClientRefusesAnswersItDidNotAskFor) {
   DeflateOptions client;  // asks for server_no_context_takeover
   client.window_bits = 11;
   client.peer_window_bits = 13;
-  for (const char* bad : {"permessage-deflate", "permessage-deflate; server_no_context_takeover; "
-                                                "server_max_window_bits=14",
+  for (const char* bad : {"permessage-deflate",
+                          "permessage-deflate; server_no_context_takeover; "
+                          "server_max_window_bits=14",
                           "permessage-deflate; server_no_context_takeover; "
                           "client_max_window_bits=12",
                           "permessage-deflate; server_no_context_takeover; client_max_window_bits",
