@@ -7,6 +7,8 @@
 #include "ucp/io/Operations.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/SocketActivation.h"
+#include "ucp/tls/KernelTls.h"
+#include "ucp/tls/TlsContextHolder.h"
 #include "ucp/version.h"
 
 #include "SignalWatch.h"
@@ -23,6 +25,7 @@ struct Application::Runtime {
   std::string adopted_from;       // what the "listening on" line says about them
   std::optional<TakeoverClient> takeover;
   std::unique_ptr<TakeoverListener> listener;
+  std::shared_ptr<tls::TlsContextHolder> tls;  // [tls] enabled: the context in use
   bool stopping = false;
 };
 
@@ -190,6 +193,13 @@ std::optional<int> Application::setup(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", program_.c_str(), logging.error().message.c_str());
     return 1;
   }
+  if (settings_.tls) {
+    // The files passed the configuration's check a moment ago; this reads them once more.
+    runtime_->tls = std::make_shared<tls::TlsContextHolder>();
+    if (auto tls_loaded = runtime_->tls->load(*settings_.tls); !tls_loaded) {
+      return usage_error(tls_loaded.error().message);
+    }
+  }
   if (!takeover_from_.empty()) {
     if (!runtime_->adopted.empty()) {
       return usage_error("--takeover with a socket passed by the service manager: use one");
@@ -222,6 +232,7 @@ ServerOptions Application::server_options() const {
   ServerOptions options = settings_.server;
   // The server takes the sockets over in start(); serve() lets go of them first.
   for (const UniqueFd& fd : runtime_->adopted) options.listen_fds.push_back(fd.get());
+  options.tls = runtime_->tls;
   return options;
 }
 
@@ -269,6 +280,7 @@ int Application::run_service(Service& service, std::string_view what, bool adopt
       "start-up memory: {} worker(s) x {} bytes + {} bytes = {} bytes (mapped; pages "
       "become resident as they are used), of {} bytes of RAM",
       memory.workers, memory.per_worker, memory.shared, memory.total(), machine.memory_bytes);
+  if (rt.tls) log_tls_start();
   std::string warnings;
   if (auto started = service.start(&warnings); !started) return fail(started.error().message);
   startup_signals.finish();
@@ -301,7 +313,15 @@ int Application::run_service(Service& service, std::string_view what, bool adopt
     }
   }
 
-  ConfigReloader reloader(*schema_, config_path_, overrides_, *config_, &reload_hook_);
+  // SIGHUP: the program's hook, then the TLS files read again (with the new configuration's
+  // names), so that new connections get the new certificate.
+  ReloadHook reload = [this](const Config& fresh) -> Result<void, Error> {
+    if (reload_hook_) {
+      if (auto applied = reload_hook_(fresh); !applied) return applied;
+    }
+    return reload_tls(fresh);
+  };
+  ConfigReloader reloader(*schema_, config_path_, overrides_, *config_, &reload);
   service.main_loop().spawn(
       watch_signals(rt.signal_fd.get(), SignalTarget{service, reloader, rt.stopping}));
   if (settings_.stats_interval.count() > 0 && service.tcp_server() != nullptr) {
@@ -335,6 +355,39 @@ int Application::run_service(Service& service, std::string_view what, bool adopt
   LOG_INFO("stopped cleanly");
   Logger::shutdown();
   return 0;
+}
+
+void Application::log_tls_start() const {
+  const tls::TlsOptions& options = *settings_.tls;
+  LOG_INFO(
+      "tls: {} certificate(s) from {}; TLS {} to 1.3; ALPN {}; tickets {}; client "
+      "certificates {}; handshake timeout {} ms",
+      options.certificates.size(), options.certificates.front().certificate,
+      options.min_version == tls::TlsVersion::k1_3 ? "1.3" : "1.2",
+      options.alpn.empty() ? std::string("off") : config_->show("tls.alpn"),
+      options.session_tickets ? "on" : "off", config_->show("tls.verify_client"),
+      options.handshake_timeout_ms);
+  // UCP seals and opens records itself: kTLS would hand that to the kernel (docs/tls.md).
+  const tls::KernelTlsProbe ktls = tls::probe_kernel_tls();
+  if (ktls.available) {
+    LOG_INFO("tls: the kernel offers kTLS (the tls ULP); UCP does not use it yet");
+  } else {
+    LOG_INFO("tls: no kTLS in this kernel ({}): records are sealed and opened in user space",
+             ktls.error.message());
+  }
+}
+
+Result<void, Error> Application::reload_tls(const Config& fresh) {
+  if (!runtime_->tls) return {};
+  const auto options = tls_options(fresh);
+  if (!options) {
+    LOG_WARN("tls.enable: true -> false takes effect at the next start; TLS goes on");
+    return {};
+  }
+  if (auto reloaded = runtime_->tls->reload(*options); !reloaded) return reloaded;
+  LOG_INFO("tls: certificate files read again ({}): new connections use them",
+           options->certificates.front().certificate);
+  return {};
 }
 
 int Application::usage_error(std::string_view what) const {

@@ -13,6 +13,7 @@
 #include "ucp/base/Defaults.h"
 #include "ucp/log/Logger.h"
 #include "ucp/net/CpuAffinity.h"
+#include "ucp/tls/TlsContext.h"
 
 namespace ucp::app {
 namespace {
@@ -181,6 +182,76 @@ void declare_http(ConfigSchema& schema) {
              "close an idle keep-alive connection; 0 = never");
   h.duration("send_timeout_ms", milliseconds(defaults::kSendTimeoutMs), {}, kOneDay,
              "close a connection whose peer reads nothing this long; 0 = never");
+}
+
+void declare_tls(ConfigSchema& schema) {
+  auto& t = schema.section("tls", "TLS on server.port: HTTPS, WSS, TLS echo (docs/tls.md)");
+  t.flag("enable", false,
+         "the port speaks TLS only; certificate and private_key are then required");
+  t.text("certificate", "", "PEM file: the certificate chain, leaf first (SIGHUP reloads it)")
+      .reloadable();
+  t.text("private_key", "", "PEM file: the certificate's private key, not encrypted").reloadable();
+  t.list("sni_certificates", {},
+         "more certificates, chosen by the client's SNI name among their DNS names: "
+         "CERTIFICATE_FILE KEY_FILE, ...")
+      .check([](std::string_view item) -> std::string {
+        const size_t space = item.find(' ');
+        if (space == std::string_view::npos || item.find_first_not_of(' ', space) == item.npos) {
+          return "\"" + std::string(item) + "\" is not CERTIFICATE_FILE KEY_FILE";
+        }
+        return {};
+      })
+      .reloadable();
+  t.choice("min_version", "1.2", {"1.2", "1.3"},
+           "oldest TLS version offered (1.0, 1.1 and SSL never are)")
+      .noun("a TLS version");
+  t.list("alpn", {"http/1.1"},
+         "ALPN protocols offered, preferred first; empty = no ALPN (a client offering none of "
+         "them is refused)");
+  t.flag("session_tickets", true,
+         "resumption by session tickets (keys in memory, rotated hourly, shared by the workers)");
+  t.text("client_ca", "",
+         "PEM file of the CAs client certificates must chain to; empty = none asked (SIGHUP "
+         "reloads it)")
+      .reloadable();
+  t.choice("verify_client", "none", {"none", "optional", "require"},
+           "client certificates: none asked | optional (an invalid one is refused) | require")
+      .noun("a verify mode");
+  t.duration("handshake_timeout_ms", milliseconds(10000), milliseconds(1), kOneHour,
+             "a handshake that takes longer fails and the connection closes");
+}
+
+// The configuration key a TLS context error is about: its message names the file first.
+std::string_view tls_key_of(const std::string& message, const tls::TlsOptions& options) {
+  const auto starts = [&message](const std::string& prefix) {
+    return message.compare(0, prefix.size(), prefix) == 0;
+  };
+  const auto& main = options.certificates.front();
+  if (starts("private key file " + main.private_key + " ")) return "tls.private_key";
+  if (starts("private key file " + main.private_key + ":")) return "tls.private_key";
+  if (starts("certificate file " + main.certificate + ":")) return "tls.certificate";
+  if (starts("client CA file")) return "tls.client_ca";
+  if (starts("private key file") || starts("certificate file")) return "tls.sni_certificates";
+  if (starts("TLS verify_client")) return "tls.verify_client";
+  if (starts("TLS alpn")) return "tls.alpn";
+  return "tls.enable";
+}
+
+// Every file [tls] names is read and checked at load (and at each SIGHUP): a missing or
+// unreadable file, or a key that does not match its certificate, refuses the configuration.
+void check_tls(const Config& config, ConfigProblems& problems) {
+  auto options = tls_options(config);
+  if (!options) return;  // off
+  if (options->certificates.front().certificate.empty() ||
+      options->certificates.front().private_key.empty()) {
+    problems.fail({"tls.enable", "tls.certificate", "tls.private_key"},
+                  "tls.enable = true needs tls.certificate and tls.private_key (PEM files)");
+    return;
+  }
+  if (auto context = tls::TlsContext::server(*options); !context) {
+    const std::string key(tls_key_of(context.error().message, *options));
+    problems.fail({key}, context.error().message);
+  }
 }
 
 LoopOptions loop_options(const Config& c) {
@@ -355,6 +426,29 @@ void check_cpus(const Config& config, ConfigProblems& problems) {
 
 }  // namespace
 
+std::optional<tls::TlsOptions> tls_options(const Config& c) {
+  if (!c.get<bool>("tls.enable")) return std::nullopt;
+  tls::TlsOptions o;
+  o.certificates.push_back(
+      {c.get<std::string>("tls.certificate"), c.get<std::string>("tls.private_key")});
+  for (const std::string& pair : c.get<std::vector<std::string>>("tls.sni_certificates")) {
+    const size_t space = pair.find(' ');
+    const size_t key = pair.find_first_not_of(' ', space);
+    o.certificates.push_back({pair.substr(0, space), pair.substr(key)});
+  }
+  o.min_version = c.get<std::string>("tls.min_version") == "1.3" ? tls::TlsVersion::k1_3
+                                                                 : tls::TlsVersion::k1_2;
+  o.alpn = c.get<std::vector<std::string>>("tls.alpn");
+  o.session_tickets = c.get<bool>("tls.session_tickets");
+  o.client_ca = c.get<std::string>("tls.client_ca");
+  const std::string verify = c.get<std::string>("tls.verify_client");
+  o.verify_client = verify == "require"    ? tls::VerifyClient::kRequire
+                    : verify == "optional" ? tls::VerifyClient::kOptional
+                                           : tls::VerifyClient::kNone;
+  o.handshake_timeout_ms = c.get<uint32_t>("tls.handshake_timeout_ms");
+  return o;
+}
+
 std::string human_bytes(uint64_t bytes) {
   constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   if (bytes < 1024) return std::to_string(bytes) + " B";
@@ -374,10 +468,11 @@ void declare_server_sections(ConfigSchema& schema, const LoopAdjustment* adjust)
   declare_event_loop(schema);
   declare_log(schema);
   declare_http(schema);
-  // [tls] goes here when the TLS layer lands: its keys, and a field of ServerSettings.
+  declare_tls(schema);
   schema.check([adjust](const Config& config, ConfigProblems& problems) {
     check_startup_memory(config, problems, adjust);
   });
+  schema.check(check_tls);
   schema.check(check_cpus);
 }
 
@@ -390,6 +485,7 @@ ServerSettings server_settings(const Config& config) {
   s.log = log_options(config);
   s.stats_interval = config.get<milliseconds>("log.stats_interval_ms");
   s.takeover_socket = config.get<std::string>("server.takeover_socket");
+  s.tls = tls_options(config);
   return s;
 }
 

@@ -13,6 +13,8 @@
 #include "ucp/app/Config.h"
 #include "ucp/net/CpuAffinity.h"
 
+#include "TestCertificates.h"
+
 namespace ucp::app {
 namespace {
 
@@ -191,6 +193,7 @@ TEST_F(Sections, LibraryDefaultsKeepQuietSessionsOpen) {
 }
 
 TEST_F(Sections, EveryKeyMapsOntoItsOption) {
+  const auto& pki = test::TestPki::get();
   const int cpu = allowed_cpus().back();  // a CPU this process may use: the check wants one
   const Config config = must(R"ini(
 [server]
@@ -246,6 +249,21 @@ max_body_bytes = 0
 header_timeout_ms = 0
 keepalive_timeout_ms = 86400000
 send_timeout_ms = 1
+[tls]
+enable = true
+certificate = )ini" + pki.ecdsa.certificate +
+                                 R"ini(
+private_key = )ini" + pki.ecdsa.private_key +
+                                 R"ini(
+sni_certificates = )ini" + pki.rsa.certificate +
+                                 " " + pki.rsa.private_key + R"ini(
+min_version = 1.3
+alpn = h2, http/1.1
+session_tickets = false
+client_ca = )ini" + pki.ca_file +
+                                 R"ini(
+verify_client = require
+handshake_timeout_ms = 1
 )ini",
                              {"event_loop.sqpoll_cpu=" + std::to_string(cpu)});
   const ServerSettings s = server_settings(config);
@@ -298,11 +316,23 @@ send_timeout_ms = 1
   EXPECT_EQ(s.http.header_timeout_ms, 0u);
   EXPECT_EQ(s.http.keepalive_timeout_ms, 86400000u);
   EXPECT_EQ(s.http.send_timeout_ms, 1u);
+  ASSERT_TRUE(s.tls);
+  ASSERT_EQ(s.tls->certificates.size(), 2u);
+  EXPECT_EQ(s.tls->certificates[0].certificate, pki.ecdsa.certificate);
+  EXPECT_EQ(s.tls->certificates[0].private_key, pki.ecdsa.private_key);
+  EXPECT_EQ(s.tls->certificates[1].certificate, pki.rsa.certificate);
+  EXPECT_EQ(s.tls->certificates[1].private_key, pki.rsa.private_key);
+  EXPECT_EQ(s.tls->min_version, tls::TlsVersion::k1_3);
+  EXPECT_EQ(s.tls->alpn, (std::vector<std::string>{"h2", "http/1.1"}));
+  EXPECT_FALSE(s.tls->session_tickets);
+  EXPECT_EQ(s.tls->client_ca, pki.ca_file);
+  EXPECT_EQ(s.tls->verify_client, tls::VerifyClient::kRequire);
+  EXPECT_EQ(s.tls->handshake_timeout_ms, 1u);
   // Every key differs from its default here, so every key is listed as a change.
   size_t keys = 0;
   for (const SectionSchema& section : schema_.sections()) keys += section.keys().size();
   EXPECT_EQ(Config::changes(Config(schema_), config).size(), keys);
-  EXPECT_EQ(keys, 50u);
+  EXPECT_EQ(keys, 60u);
 }
 
 TEST_F(Sections, ValuesAreWrittenAsBefore) {
@@ -348,7 +378,7 @@ TEST_F(Sections, ErrorsNameFileLineKeyAndProblem) {
       {"[server]\n\n\n\n\n\nport = 70000\n",
        "ucp.conf:7: server.port: 70000 is out of range [0, 65535]"},
       {"# c\n\n[foo]\n",
-       "ucp.conf:3: unknown section [foo] (known: [server], [event_loop], [log] or [http])"},
+       "ucp.conf:3: unknown section [foo] (known: [server], [event_loop], [log], [http] or [tls])"},
       {"[server]\n[Server]\n", "ucp.conf:2: unknown section [Server] (did you mean [server]?)"},
       {"[server]\nport = 1\n\n\n\n\n\n\ncolour = red\n", "ucp.conf:9: server.colour: unknown key"},
       {"[log]\nport = 1\n", "ucp.conf:2: log.port: unknown key (did you mean server.port?)"},
@@ -427,11 +457,12 @@ TEST_F(Sections, ErrorsNameFileLineKeyAndProblem) {
   };
   for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
   // Each problem of a file, not only the first.
-  EXPECT_EQ(error_of("[server]\nport = x\n[foo]\n", {"log.level=loud"}),
-            "ucp.conf:2: server.port: \"x\" is not an unsigned integer\n"
-            "ucp.conf:3: unknown section [foo] (known: [server], [event_loop], [log] or [http])\n"
-            "--set:1: log.level: \"loud\" is not a log level (use TRACE, DEBUG, INFO, WARN, "
-            "ERROR or FATAL)");
+  EXPECT_EQ(
+      error_of("[server]\nport = x\n[foo]\n", {"log.level=loud"}),
+      "ucp.conf:2: server.port: \"x\" is not an unsigned integer\n"
+      "ucp.conf:3: unknown section [foo] (known: [server], [event_loop], [log], [http] or [tls])\n"
+      "--set:1: log.level: \"loud\" is not a log level (use TRACE, DEBUG, INFO, WARN, "
+      "ERROR or FATAL)");
 }
 
 TEST_F(Sections, ConfigFilesAreRefusedBeforeTheyAreRead) {
@@ -561,6 +592,34 @@ TEST(MachineLimits, ThisMachineIsDescribed) {
   const MachineLimits machine = MachineLimits::current();
   EXPECT_GT(machine.memory_bytes, 0u);
   EXPECT_GE(machine.cpus, 1u);
+}
+
+// [tls]: every file is loaded with the configuration; a problem names its key and file.
+TEST_F(Sections, TlsFilesAreCheckedAtLoadAndNamedByKey) {
+  const auto& pki = test::TestPki::get();
+  const std::string good = "[tls]\nenable = true\ncertificate = " + pki.ecdsa.certificate +
+                           "\nprivate_key = " + pki.ecdsa.private_key + "\n";
+  EXPECT_EQ(error_of(good), "");
+  EXPECT_FALSE(settings("").tls);  // off by default
+  EXPECT_EQ(error_of("[tls]\nenable = true\n"),
+            "ucp.conf:2: tls.enable: tls.enable = true needs tls.certificate and "
+            "tls.private_key (PEM files)");
+  EXPECT_EQ(error_of(good, {"tls.certificate=/nonexistent/cert.pem"}),
+            "--set:1: tls.certificate: certificate file /nonexistent/cert.pem: No such file or "
+            "directory");
+  EXPECT_EQ(error_of(good, {"tls.private_key=" + pki.rsa.private_key}),
+            "--set:1: tls.private_key: private key file " + pki.rsa.private_key +
+                " does not match certificate file " + pki.ecdsa.certificate);
+  EXPECT_EQ(error_of(good + "client_ca = /nonexistent/ca.pem\nverify_client = require\n"),
+            "ucp.conf:5: tls.client_ca: client CA file /nonexistent/ca.pem: No such file or "
+            "directory");
+  EXPECT_EQ(error_of(good + "sni_certificates = " + pki.rsa.certificate + "\n"),
+            "ucp.conf:5: tls.sni_certificates: \"" + pki.rsa.certificate +
+                "\" is not CERTIFICATE_FILE KEY_FILE");
+  EXPECT_EQ(error_of(good + "min_version = 1.1\n"),
+            "ucp.conf:5: tls.min_version: \"1.1\" is not a TLS version (use 1.2 or 1.3)");
+  // Files are not looked at while TLS is off.
+  EXPECT_EQ(error_of("[tls]\ncertificate = /nonexistent/cert.pem\n"), "");
 }
 
 }  // namespace

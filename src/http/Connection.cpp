@@ -294,6 +294,7 @@ Task<bool> Connection::respond() {
   Response& response = s.response;
   response.reset();
   request.peer_ = &tcp_.peer();
+  request.tls_ = tcp_.tls();
   head_only_ = request.method() == Method::kHead;
   framing_ = Framing::kNone;
   keep_alive_ = request.keep_alive() && !core_.draining.load(std::memory_order_relaxed);

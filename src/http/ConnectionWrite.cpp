@@ -121,7 +121,10 @@ Task<> Connection::send_error(int status, std::string_view reason) {
 // ---- bodies ----
 
 Task<Result<void>> Connection::send_file(int fd, uint64_t offset, uint64_t length) {
-  if (length > kSendFileAboveBytes) co_return co_await send_file_direct(fd, offset, length);
+  // Around the output queue the bytes would skip TLS: an HTTPS body goes through it.
+  if (length > kSendFileAboveBytes && tcp_.tls() == nullptr) {
+    co_return co_await send_file_direct(fd, offset, length);
+  }
   // A small file is read into a pool block (the usual static file: no malloc, no page
   // fault); a larger one in 128 KiB pieces through a buffer kept per thread.
   ChunkCache& cache = chunk_cache();

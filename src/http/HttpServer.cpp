@@ -38,9 +38,21 @@ size_t worker_count(const ServerOptions& options) {
                                  : options.thread_num;
 }
 
-ServerOptions without_read_timeout(ServerOptions options) {
+// What a client that sends plain HTTP to the HTTPS port reads before the close (as nginx).
+constexpr std::string_view kPlainHttpToHttps =
+    "HTTP/1.1 400 Bad Request\r\n"
+    "Content-Type: text/plain\r\n"
+    "Content-Length: 51\r\n"
+    "Connection: close\r\n"
+    "\r\n"
+    "The plain HTTP request was sent to an HTTPS port.\r\n";
+
+ServerOptions tcp_options(ServerOptions options) {
   // Every read deadline is the HTTP layer's own (header, keep-alive, body, linger).
   options.read_timeout_ms = 0;
+  if (options.tls && options.tls_plaintext_reply.empty()) {
+    options.tls_plaintext_reply = kPlainHttpToHttps;
+  }
   return options;
 }
 
@@ -51,7 +63,7 @@ HttpServer::HttpServer(const ServerOptions& server_options, const LoopOptions& l
     : core_(std::make_unique<detail::ServerCore>(http_options, worker_count(server_options))) {
   detail::ServerCore* core = core_.get();
   tcp_ = std::make_unique<TcpServer>(
-      without_read_timeout(server_options), loop_options,
+      tcp_options(server_options), loop_options,
       [core](TcpConnection& connection) { return core->serve(connection); });
 }
 

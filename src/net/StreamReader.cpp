@@ -5,6 +5,8 @@
 
 #include "ucp/io/detail/LoopAccess.h"
 
+#include "TlsConnection.h"
+
 namespace ucp::detail {
 
 /// The one receive of a single-shot read, with its deadline; pooled, so that frames of
@@ -39,10 +41,18 @@ StreamReader::ReadAwaiter::ReadAwaiter(StreamReader& reader,
 StreamReader::ReadAwaiter::ReadAwaiter(StreamReader& reader, BufferLease* lend_into) noexcept
     : reader_(reader), lease_(lend_into) {}
 
+StreamReader::ReadAwaiter::ReadAwaiter(StreamReader& reader, BufferLease* lend_into,
+                                       RawTag) noexcept
+    : reader_(reader), lease_(lend_into), raw_(true) {}
+
 StreamReader::ReadAwaiter::~ReadAwaiter() = default;
 
 bool StreamReader::ReadAwaiter::await_ready() const noexcept {
   if (reader_.state_ != State::kOpen) return true;  // await_resume reports the stop
+  if (reader_.tls_ && !raw_) {
+    return (lease_ != nullptr || !destination_.empty()) &&
+           TlsConnection::of(reader_).plaintext_ready();
+  }
   return reader_.multishot_ && reader_.stream().has_data() &&
          (lease_ != nullptr || !destination_.empty());
 }
@@ -53,6 +63,11 @@ bool StreamReader::ReadAwaiter::await_suspend(std::coroutine_handle<> caller) no
   if (lease_ == nullptr && destination_.empty()) {  // 0 must mean EOF and nothing else
     result_ = -EINVAL;
     return false;
+  }
+  if (r.tls_ && !raw_) {
+    mode_ = Mode::kTls;
+    TlsConnection::of(r).start_fill(*this);
+    return true;
   }
   if (!r.multishot_) return start_single_shot();
   if (!r.stream().wait(caller)) return false;  // news already (EOF, an error)
@@ -111,6 +126,7 @@ std::coroutine_handle<> StreamReader::ReadAwaiter::on_single_shot(detail::IoCont
 
 Result<size_t> StreamReader::ReadAwaiter::await_resume() noexcept {
   StreamReader& r = reader_;
+  if (r.tls_ && !raw_) return TlsConnection::of(r).finish_read(*this);
   Result<size_t> result = Unexpected{r.stop_reason_};
   if (mode_ == Mode::kSingleShot) {
     single_shot_.reset();
@@ -154,6 +170,10 @@ Result<size_t> StreamReader::ReadAwaiter::await_resume() noexcept {
 
 void StreamReader::ReadAwaiter::cancel() noexcept {
   StreamReader& r = reader_;
+  if (mode_ == Mode::kTls) {
+    TlsConnection::of(r).cancel_fill();  // its raw read ends; the fill resumes us
+    return;
+  }
   if (r.waiting_ != this) return;  // not waiting (any more)
   if (mode_ == Mode::kSingleShot) {
     detail::LoopAccess::cancel(r.loop(), single_shot_->op);  // its completion resumes us

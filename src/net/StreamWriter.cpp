@@ -6,6 +6,9 @@
 #include <sys/socket.h>
 
 #include "ucp/io/detail/LoopAccess.h"
+#include "ucp/tls/TlsSession.h"
+
+#include "TlsConnection.h"
 
 namespace ucp::detail {
 
@@ -88,11 +91,15 @@ Result<void> StreamWriter::WriteAwaiter::await_resume() const noexcept {
 // ---- sending ----
 
 void StreamWriter::request_send() noexcept {
-  if (!send().in_flight() && !queue_.empty())
+  if (!send().in_flight() && (!queue_.empty() || (tls_ && tls_pending())))
     detail::LoopAccess::run_before_submit(loop(), send_hook());
 }
 
 void StreamWriter::start_send() noexcept {
+  if (tls_) {
+    start_tls_send();
+    return;
+  }
   if (send().in_flight() || queue_.empty()) return;
   if (error_) {  // e.g. the deadline passed while this send waited for the hook
     drop_queue();
@@ -116,7 +123,7 @@ void StreamWriter::start_send() noexcept {
 void StreamWriter::arm_deadline() noexcept {
   const uint32_t timeout_ms =
       state_ == State::kClosing ? limits_.close_flush_timeout_ms : limits_.write_timeout_ms;
-  if (queue_.empty() || timeout_ms == 0) {
+  if (drained() || timeout_ms == 0) {
     loop().cancel_timer(deadline());
     return;
   }
@@ -126,7 +133,8 @@ void StreamWriter::arm_deadline() noexcept {
 void StreamWriter::on_send_complete(int32_t res) noexcept {
   if (res > 0) {
     bytes_written_ += static_cast<uint64_t>(res);
-    for (OutputSegment* done = queue_.consume(static_cast<size_t>(res)); done != nullptr;) {
+    const size_t done_bytes = tls_ ? tls_sent(static_cast<size_t>(res)) : static_cast<size_t>(res);
+    for (OutputSegment* done = queue_.consume(done_bytes); done != nullptr;) {
       OutputSegment* following = done->next;
       finish_writer(*done, {});
       done = following;
@@ -141,11 +149,13 @@ void StreamWriter::on_send_complete(int32_t res) noexcept {
     drop_queue();
   } else {
     release_waiting_writers();
-    if (queue_.empty()) {
+    if (!drained()) {
+      request_send();
+    } else if (tls_ && state_ != State::kOpen && queue_close_notify()) {
+      request_send();  // close_notify before the FIN, and before close() goes on
+    } else {
       if (state_ == State::kShut) ::shutdown(send().fd(), SHUT_WR);
       wake_flush_waiter();
-    } else {
-      request_send();
     }
   }
   // Last: it may resume close(), after which `this` may be freed.
@@ -177,6 +187,7 @@ void StreamWriter::drop_queue() noexcept {
   // Only with no send in flight: the writers' memory is theirs again.
   assert(!send().in_flight());
   if (!error_) error_ = make_error_code(std::errc::operation_canceled);
+  if (tls_) TlsConnection::of(*this).sealed_ = 0;  // its writers get the error below
   for (OutputSegment* dropped = queue_.clear(); dropped != nullptr;) {
     OutputSegment* following = dropped->next;
     finish_writer(*dropped, error_);
@@ -206,10 +217,12 @@ void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
     fail(make_error_code(std::errc::operation_canceled));
     return;
   }
-  const OutputSegment* in_flight_until = send().in_flight() ? in_flight_last_ : nullptr;
+  // On TLS, sealed bytes are as good as in flight: their ciphertext is on its way.
+  const bool covered = send().in_flight() || (tls_ && TlsConnection::of(*this).sealed_ > 0);
+  const OutputSegment* in_flight_until = covered ? in_flight_last_ : nullptr;
   if (queue_.remove(writer, in_flight_until)) {
     writer.finish(make_error_code(std::errc::operation_canceled));
-    if (queue_.empty()) loop().cancel_timer(deadline());
+    if (drained()) loop().cancel_timer(deadline());
     return;
   }
   // The send in flight covers it, though maybe not a byte of it will go: decide when it ends.
@@ -218,7 +231,9 @@ void StreamWriter::cancel_writer(WriteAwaiter& writer) noexcept {
 }
 
 void StreamWriter::settle_cancels() noexcept {
-  // Called with no send in flight: every segment can be examined and unlinked.
+  // Called with no send in flight: every segment can be examined and unlinked. On TLS, not
+  // while sealed bytes are still on their way (the next completion settles them).
+  if (tls_ && TlsConnection::of(*this).sealed_ > 0) return;
   cancels_pending_ = false;
   for (OutputSegment* segment = queue_.first(); segment != nullptr;) {
     OutputSegment* following = segment->next;
@@ -236,7 +251,7 @@ void StreamWriter::settle_cancels() noexcept {
     }
     segment = following;
   }
-  if (queue_.empty()) loop().cancel_timer(deadline());
+  if (drained()) loop().cancel_timer(deadline());
 }
 
 void StreamWriter::wake_flush_waiter() noexcept {
@@ -245,7 +260,7 @@ void StreamWriter::wake_flush_waiter() noexcept {
 
 void StreamWriter::on_deadline() noexcept {
   // The peer took nothing for the whole timeout: give up on the output.
-  if (queue_.empty() || error_) return;
+  if (drained() || error_) return;
   fail(make_error_code(std::errc::timed_out));
   if (on_event_) on_event_(*this, Event::kTimedOut);
 }
@@ -255,17 +270,23 @@ void StreamWriter::on_deadline() noexcept {
 void StreamWriter::shutdown_write() noexcept {
   if (state_ != State::kOpen) return;
   state_ = State::kShut;
-  if (queue_.empty()) ::shutdown(send().fd(), SHUT_WR);  // else when the last send completes
+  if (!drained()) return;  // when the last send completes
+  if (tls_ && queue_close_notify()) {
+    request_send();  // the FIN follows it
+    return;
+  }
+  ::shutdown(send().fd(), SHUT_WR);
 }
 
 StreamWriter::FlushAwaiter StreamWriter::close_and_flush() noexcept {
   state_ = State::kClosing;
+  if (tls_ && !error_ && drained() && queue_close_notify()) request_send();
   arm_deadline();  // from now on the close timeout bounds the wait
   return FlushAwaiter(*this);
 }
 
 bool StreamWriter::FlushAwaiter::await_ready() const noexcept {
-  return writer_.queue_.empty() || writer_.failed();
+  return writer_.drained() || writer_.failed();
 }
 
 void StreamWriter::FlushAwaiter::await_suspend(std::coroutine_handle<> caller) noexcept {
@@ -276,6 +297,74 @@ void StreamWriter::abandon() noexcept {
   detail::LoopAccess::cancel_before_submit(loop(), send_hook());
   loop().cancel_timer(deadline());
   if (!queue_.empty()) drop_queue();
+}
+
+}  // namespace ucp::detail
+
+// ---- TLS ----
+
+namespace ucp::detail {
+
+bool StreamWriter::tls_pending() const noexcept {
+  const TlsConnection& t = TlsConnection::of(*this);
+  return t.sealed_ > 0 || t.session().has_output();
+}
+
+// The send of a TLS connection: what the session has to send first (handshake messages,
+// alerts, the rest of the records of the last seal), else the queued plaintext sealed now,
+// at most kSealBytes of it. Its writers are done when that ciphertext is all sent (tls_sent).
+void StreamWriter::start_tls_send() noexcept {
+  if (send().in_flight()) return;
+  TlsConnection& t = TlsConnection::of(*this);
+  tls::TlsSession& session = t.session();
+  if (error_) {
+    if (!queue_.empty()) drop_queue();
+    return;
+  }
+  if (!session.has_output() && t.sealed_ == 0 && !queue_.empty() && session.established() &&
+      !session.closed()) {
+    iovec buffers[detail::VectoredSend::kMaxBuffers];
+    const size_t gathered = queue_.gather(buffers);
+    size_t count = 0;
+    size_t total = 0;
+    while (count < gathered && total < kSealBytes) total += buffers[count++].iov_len;
+    queue_.gather({buffers, count}, &in_flight_last_);  // names the last segment sealed from
+    if (total > kSealBytes) buffers[count - 1].iov_len -= total - kSealBytes;
+    auto sealed = session.write({buffers, count});
+    if (!sealed) {
+      fail(sealed.error());
+      return;
+    }
+    t.sealed_ = *sealed;
+  }
+  if (!session.has_output()) return;
+  iovec buffers[detail::VectoredSend::kMaxBuffers];
+  const size_t count = session.gather_output(buffers);
+  const auto started = send().start({buffers, count});
+  if (!started) {
+    fail(started.error());
+    return;
+  }
+  ++sends_submitted_;
+  if (*started) {
+    on_send_complete(**started);  // last: it may free `this`
+    return;
+  }
+  if (!deadline().armed()) arm_deadline();
+}
+
+size_t StreamWriter::tls_sent(size_t bytes) noexcept {
+  TlsConnection& t = TlsConnection::of(*this);
+  t.session().consume_output(bytes);
+  if (t.session().has_output()) return 0;
+  return std::exchange(t.sealed_, 0);  // every record of the seal is out: its writers are done
+}
+
+bool StreamWriter::queue_close_notify() noexcept {
+  tls::TlsSession& session = TlsConnection::of(*this).session();
+  if (session.closed() || !session.established()) return false;
+  session.close();
+  return session.has_output();
 }
 
 }  // namespace ucp::detail

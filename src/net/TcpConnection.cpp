@@ -7,6 +7,8 @@
 #include "ucp/io/Operations.h"
 #include "ucp/io/detail/LoopAccess.h"
 
+#include "TlsConnection.h"
+
 namespace ucp {
 
 TcpConnection::TcpConnection(EventLoop& loop, UniqueFd fd, InetAddress peer,
@@ -25,6 +27,11 @@ TcpConnection::~TcpConnection() {
   assert(idle());
   writer().abandon();
   if (fd_) detail::LoopAccess::detach(loop(), fd_.get());
+}
+
+const tls::TlsSession* TcpConnection::tls() const noexcept {
+  if (!reader().encrypted()) return nullptr;
+  return &static_cast<const detail::TlsConnection*>(this)->session();
 }
 
 void TcpConnection::on_side_idle() noexcept {

@@ -195,7 +195,7 @@ void TcpServer::on_accepted(Acceptor& acceptor, io::Accepted accepted) {
   if (!admit(acceptor)) return;  // ~UniqueFd closes it
   const InetAddress peer(accepted.peer);
   if (acceptor.worker != nullptr) {
-    acceptor.loop->spawn(serve(*acceptor.worker, std::move(accepted.fd), peer));
+    acceptor.loop->spawn(start_serving(*acceptor.worker, std::move(accepted.fd), peer));
     return;
   }
   hand_off(std::move(accepted.fd), peer);

@@ -1,6 +1,6 @@
 // An accepted connection's way to its worker loop: round-robin, through the worker's task
 // queue (post) or the ring hand-off (IORING_OP_MSG_RING), and serve(), the coroutine the
-// connection lives in on that worker.
+// connection lives in on that worker (serve_tls() for a TLS server: TcpServerTls.cpp).
 
 #include <exception>
 
@@ -23,7 +23,7 @@ void TcpServer::hand_off(UniqueFd fd, const InetAddress& peer) {
 
 void TcpServer::post_to_worker(Worker& worker, UniqueFd fd, const InetAddress& peer) {
   worker.loop->post([this, &worker, fd = std::move(fd), peer]() mutable {
-    worker.loop->spawn(serve(worker, std::move(fd), peer));
+    worker.loop->spawn(start_serving(worker, std::move(fd), peer));
   });
 }
 
@@ -33,7 +33,7 @@ void TcpServer::deliver_from_ring(size_t index, UniqueFd fd, bool closing) {
     live_.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
-  worker.loop->spawn(serve(worker, std::move(fd), InetAddress()));
+  worker.loop->spawn(start_serving(worker, std::move(fd), InetAddress()));
 }
 
 void TcpServer::fall_back_from_ring(size_t index, UniqueFd fd) {
@@ -53,30 +53,43 @@ void TcpServer::log_handler_failure(const TcpConnection& connection, const char*
   LOG_ERROR("connection {}: handler failed: {}", connection.peer().to_string(), what);
 }
 
-Spawned TcpServer::serve(Worker& worker, UniqueFd fd, InetAddress peer) {
-  prepare_accepted(fd.get(), peer);
-  TcpConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
-                           output_limits_);
-  ConnectionNode node{&connection};
+Spawned TcpServer::start_serving(Worker& worker, UniqueFd fd, InetAddress peer) {
+  if (options_.tls) return serve_tls(worker, std::move(fd), peer);
+  return serve(worker, std::move(fd), peer);
+}
+
+void TcpServer::enlist(Worker& worker, ConnectionNode& node) noexcept {
   node.next = worker.connections;
   if (node.next) node.next->prev = &node;
   worker.connections = &node;
   ++worker.open;
   ++worker.accepted;
-  if (worker.draining) connection.stop_reading();
+  if (worker.draining) node.connection->stop_reading();
+}
+
+void TcpServer::delist(Worker& worker, ConnectionNode& node) noexcept {
+  if (node.prev) node.prev->next = node.next;
+  if (node.next) node.next->prev = node.prev;
+  if (worker.connections == &node) worker.connections = node.next;
+  --worker.open;
+  worker.closed_bytes_received += node.connection->bytes_read();
+  worker.closed_bytes_sent += node.connection->bytes_written();
+  live_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Spawned TcpServer::serve(Worker& worker, UniqueFd fd, InetAddress peer) {
+  prepare_accepted(fd.get(), peer);
+  TcpConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
+                           output_limits_);
+  ConnectionNode node{&connection};
+  enlist(worker, node);
   try {
     co_await handler_(connection);
   } catch (const std::exception& e) {
     log_handler_failure(connection, e.what());
   }
   co_await connection.close();
-  if (node.prev) node.prev->next = node.next;
-  if (node.next) node.next->prev = node.prev;
-  if (worker.connections == &node) worker.connections = node.next;
-  --worker.open;
-  worker.closed_bytes_received += connection.bytes_read();
-  worker.closed_bytes_sent += connection.bytes_written();
-  live_.fetch_sub(1, std::memory_order_relaxed);
+  delist(worker, node);
 }
 
 }  // namespace ucp

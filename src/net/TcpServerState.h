@@ -7,16 +7,20 @@
 //                            max_connections, closing an acceptor
 //   TcpServerConnections.cpp an accepted connection's way to its worker (post or MSG_RING)
 //                            and serve(), the coroutine it lives in
+//   TcpServerTls.cpp         serve_tls() (the handshake, then the handler) and the workers'
+//                            TLS contexts and counters
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <system_error>
 #include <utility>
 
 #include "ucp/base/UniqueFd.h"
 #include "ucp/io/detail/MultishotAccept.h"
 #include "ucp/net/TcpServer.h"
+#include "ucp/tls/TlsCounters.h"
 
 namespace ucp {
 namespace detail {
@@ -37,6 +41,12 @@ struct TcpServer::Worker {
   uint64_t accepted = 0;
   uint64_t closed_bytes_received = 0;  // by connections that have closed
   uint64_t closed_bytes_sent = 0;
+  // TLS: this worker's copy of the current context, taken again when the holder's generation
+  // changes (a reload), so that a connection costs no lock; and its handshake counters,
+  // written here with relaxed stores and read by tls_counters() from any thread.
+  std::shared_ptr<const tls::TlsContext> tls_context;
+  uint64_t tls_generation = 0;
+  tls::TlsCounters tls_counters;
 
   WorkerCounters counters() const {
     WorkerCounters out;

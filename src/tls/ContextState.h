@@ -10,6 +10,7 @@
 // the TlsContext and the last session made from it are gone (a session switched to an SNI
 // SSL_CTX still holds the main one as its session context).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include <openssl/ssl.h>
 
 #include "ucp/tls/TicketKeyRing.h"
+#include "ucp/tls/TlsSessionCache.h"
 
 namespace ucp::tls::detail {
 
@@ -44,7 +46,9 @@ struct ContextState {
   std::vector<std::string> alpn;
   std::vector<unsigned char> alpn_wire;  // RFC 7301 encoding: length-prefixed names
   std::shared_ptr<TicketKeyRing> ticket_keys;
-  std::vector<Certificate> certificates;  // [0]: the default, the main SSL_CTX
+  std::vector<Certificate> certificates;      // [0]: the default, the main SSL_CTX
+  uint32_t handshake_timeout_ms = 0;          // for the connection layer (TlsContext accessor)
+  std::unique_ptr<TlsSessionCache> sessions;  // a client's: reconnects resume
 
   ContextState() = default;
   ContextState(const ContextState&) = delete;

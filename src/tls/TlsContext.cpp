@@ -370,6 +370,7 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::server(const TlsOpt
   }
   auto state = std::make_unique<detail::ContextState>();
   state->server = true;
+  state->handshake_timeout_ms = options.handshake_timeout_ms;
   state->alpn = options.alpn;
   auto wire = alpn_wire(options.alpn);
   if (!wire) return Failure{wire.error()};
@@ -445,6 +446,8 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::client(
     const TlsClientOptions& options) {
   init_openssl();
   auto state = std::make_unique<detail::ContextState>();
+  state->handshake_timeout_ms = options.handshake_timeout_ms;
+  state->sessions = std::make_unique<TlsSessionCache>();
   state->alpn = options.alpn;
   auto wire = alpn_wire(options.alpn);
   if (!wire) return Failure{wire.error()};
@@ -503,6 +506,10 @@ const detail::ContextState& TlsContext::state() const noexcept {
 bool TlsContext::is_server() const noexcept { return state().server; }
 
 std::span<const std::string> TlsContext::alpn_protocols() const noexcept { return state().alpn; }
+
+TlsSessionCache* TlsContext::session_cache() const noexcept { return state().sessions.get(); }
+
+uint32_t TlsContext::handshake_timeout_ms() const noexcept { return state().handshake_timeout_ms; }
 
 const std::shared_ptr<TicketKeyRing>& TlsContext::ticket_keys() const noexcept {
   return state().ticket_keys;

@@ -42,6 +42,28 @@ Result<void, Error> TlsContextHolder::reload() {
   return {};
 }
 
+Result<void, Error> TlsContextHolder::reload(TlsOptions options) {
+  std::lock_guard reloading(reload_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (!current_) return Unexpected{Error("TLS: reload before the first load")};
+    if (options.session_tickets && !options.ticket_keys) options.ticket_keys = options_.ticket_keys;
+  }
+  if (options.session_tickets && !options.ticket_keys) {  // tickets were off until now
+    options.ticket_keys = TicketKeyRing::create(options.ticket_key_rotation_s);
+    if (!options.ticket_keys) return Unexpected{Error("TLS: cannot make session ticket keys")};
+  }
+  auto context = TlsContext::server(options);
+  if (!context) return Unexpected{context.error()};
+  {
+    std::lock_guard lock(mutex_);
+    options_ = std::move(options);
+    current_ = std::move(*context);
+  }
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  return {};
+}
+
 std::shared_ptr<const TlsContext> TlsContextHolder::current() const {
   std::lock_guard lock(mutex_);
   return current_;

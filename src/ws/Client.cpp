@@ -13,6 +13,7 @@
 
 #include "ucp/io/WithTimeout.h"
 #include "ucp/log/Logger.h"
+#include "ucp/tls/TlsContext.h"
 #include "ucp/ws/WebSocket.h"
 
 #include "Base64.h"
@@ -30,6 +31,7 @@ struct WsUrl {
   std::string host_header;  // "example.com", "example.com:8080", "[::1]:8080"
   std::string target;       // "/path?query"
   uint16_t port = 80;
+  bool secure = false;  // wss://
 };
 
 bool starts_with_nocase(std::string_view text, std::string_view prefix) {
@@ -58,8 +60,15 @@ bool is_token_char(char c) noexcept {
 }
 
 bool parse_url(std::string_view url, WsUrl& out) {
-  if (!starts_with_nocase(url, "ws://")) return false;  // wss:// would need TLS
-  url.remove_prefix(5);
+  if (starts_with_nocase(url, "wss://")) {
+    out.secure = true;
+    out.port = 443;
+    url.remove_prefix(6);
+  } else if (starts_with_nocase(url, "ws://")) {
+    url.remove_prefix(5);
+  } else {
+    return false;
+  }
   const size_t end = url.find_first_of("/?#");
   std::string_view authority = url.substr(0, end);
   std::string_view rest = end == std::string_view::npos ? std::string_view() : url.substr(end);
@@ -186,6 +195,17 @@ bool check_response(std::string_view head, std::string_view key, const Options& 
   return true;
 }
 
+/// wss:// without a context of the caller's: one for the process, trusting the system's CAs,
+/// offering http/1.1 (the upgrade is an HTTP/1.1 request); made once, kept for resumption.
+Result<std::shared_ptr<const tls::TlsContext>, Error> default_tls_context() {
+  static const auto context = [] {
+    tls::TlsClientOptions options;
+    options.alpn = {"http/1.1"};
+    return tls::TlsContext::client(options);
+  }();
+  return context;
+}
+
 }  // namespace
 
 Task<Result<std::unique_ptr<WebSocket>>> WebSocket::connect(EventLoop& loop, std::string url,
@@ -199,6 +219,15 @@ Task<Result<std::unique_ptr<WebSocket>>> WebSocket::connect(EventLoop& loop, std
   if (options.handshake_timeout_ms > 0 &&
       (tcp.connect_timeout_ms == 0 || tcp.connect_timeout_ms > options.handshake_timeout_ms)) {
     tcp.connect_timeout_ms = options.handshake_timeout_ms;
+  }
+  if (where.secure && !tcp.tls) {
+    auto context = default_tls_context();
+    if (!context) {
+      LOG_WARN("ws client: {}", context.error().message);
+      co_return Unexpected{context.error().code ? context.error().code
+                                                : make_error_code(Errc::kHandshakeFailed)};
+    }
+    tcp.tls = *context;
   }
   auto connected = co_await TcpClient::connect(loop, where.host, where.port, tcp);
   if (!connected) co_return Unexpected{connected.error()};

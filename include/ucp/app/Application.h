@@ -27,8 +27,10 @@
 // - Signals, blocked in every thread from the first line of setup() and read from a signalfd
 //   on the main loop: SIGINT/SIGTERM stop gracefully (server.shutdown_timeout_ms), the same
 //   again stops at once; SIGHUP reopens the log and reloads the config (log.level and the
-//   keys the program applies through on_reload take effect; a config that no longer loads,
-//   or that the hook refuses, is logged as one ERROR line and the running one kept); SIGUSR1
+//   keys the program applies through on_reload take effect, and [tls]'s certificate files
+//   are read again for new connections; a config that no longer loads (a TLS file that is
+//   missing, unreadable or does not match), or that the hook refuses, is logged as one ERROR
+//   line and the running one kept); SIGUSR1
 //   reopens the log (logrotate); SIGUSR2 is ignored; SIGPIPE ignored.
 // - Socket activation: a listening socket passed by a service manager (LISTEN_FDS,
 //   LISTEN_PID) is adopted instead of binding server.ip:server.port.
@@ -138,6 +140,8 @@ class Application {
   struct Runtime;
   static int report_uncaught(const std::exception& error) noexcept;
   std::optional<int> parse_command_line(int argc, char** argv);
+  void log_tls_start() const;
+  Result<void, Error> reload_tls(const Config& fresh);
   int run_service(Service& service, std::string_view what, bool adopts_sockets);
 
   std::string program_;

@@ -1,7 +1,8 @@
 #pragma once
 // The library's own config sections, what every UCP server has: [server] (the listening
 // socket, workers, connection limits, graceful stop, takeover), [event_loop] (LoopOptions),
-// [log] (LogOptions and the stats line) and [http] (HttpOptions). Declared with their
+// [log] (LogOptions and the stats line), [http] (HttpOptions) and [tls] (TlsOptions: every
+// file it names is loaded and checked with the configuration). Declared with their
 // defaults, ranges and help (docs/config.md has the table), and mapped onto the options of
 // the layers in one call:
 //
@@ -14,9 +15,9 @@
 // Application does this for a program; keys that only one program has (a static-file root, a
 // protocol switch) are that program's to declare.
 //
-// Another layer's section (e.g. [tls]) is added here: declare its keys in
-// declare_server_sections, give ServerSettings a field with that layer's options, fill it in
-// server_settings, and list the keys in docs/config.md (BinaryKeys_test checks the table).
+// Another layer's section is added here: declare its keys in declare_server_sections, give
+// ServerSettings a field with that layer's options, fill it in server_settings, and list the
+// keys in docs/config.md (BinaryKeys_test checks the table).
 //
 // Beyond the ranges, the start-up memory (every worker's buffers and ring, the log queue)
 // must fit in half of the machine's physical memory; a configuration that does not is refused
@@ -25,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "ucp/app/Config.h"
@@ -33,6 +35,7 @@
 #include "ucp/io/EventLoop.h"
 #include "ucp/log/LogOptions.h"
 #include "ucp/net/TcpServer.h"
+#include "ucp/tls/TlsOptions.h"
 
 namespace ucp::app {
 
@@ -40,7 +43,8 @@ namespace ucp::app {
 /// program whose workers need larger receive buffers than configured raises them here).
 using LoopAdjustment = std::function<void(const Config& config, LoopOptions& loop)>;
 
-/// Declares [server], [event_loop], [log] and [http], and the start-up memory check. The
+/// Declares [server], [event_loop], [log], [http] and [tls], the start-up memory check and the
+/// TLS files' check. The
 /// check applies `*adjust` when it is set at load time (null: no adjustment).
 void declare_server_sections(ConfigSchema& schema, const LoopAdjustment* adjust = nullptr);
 
@@ -53,9 +57,14 @@ struct ServerSettings {
   LogOptions log;          // [log]
   std::chrono::milliseconds stats_interval{0};  // log.stats_interval_ms; 0 = no stats line
   std::string takeover_socket;                  // server.takeover_socket; empty = none
+  std::optional<tls::TlsOptions> tls;           // [tls] with enable = true; else none
 };
 
 ServerSettings server_settings(const Config& config);
+
+/// [tls] as TlsOptions (also at each SIGHUP: the file names may change); none when
+/// tls.enable is false.
+std::optional<tls::TlsOptions> tls_options(const Config& config);
 
 /// What a server maps at start (docs/config.md, "Start-up memory").
 struct StartupMemory {

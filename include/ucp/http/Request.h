@@ -22,6 +22,9 @@
 namespace ucp {
 class InetAddress;
 }
+namespace ucp::tls {
+class TlsSession;
+}
 
 namespace ucp::http {
 
@@ -112,6 +115,9 @@ class Request {
   bool set_id(std::string_view id) noexcept;
   /// The peer's address, or null outside a connection (tests).
   const InetAddress* peer() const noexcept { return peer_; }
+  /// HTTPS: the connection's TLS session (version, ALPN, SNI name, the client's certificate
+  /// with its subject, subjectAltNames and expiry: peer_certificate()); null over plain HTTP.
+  const tls::TlsSession* tls() const noexcept { return tls_; }
 
  private:
   friend class detail::RequestParser;
@@ -129,6 +135,7 @@ class Request {
   std::string_view host_;
   std::string_view body_;
   const InetAddress* peer_ = nullptr;
+  const tls::TlsSession* tls_ = nullptr;
   uint32_t header_count_ = 0;
   uint32_t trailer_count_ = 0;
   uint32_t param_count_ = 0;

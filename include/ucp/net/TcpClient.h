@@ -19,12 +19,26 @@
 //   not resolve. With several addresses the last address's error is reported.
 // - The socket is non-blocking and close-on-exec, TCP_NODELAY by default, and attached to the
 //   loop like an accepted one. The timeout counts from the call to connect().
+// - TLS (options.tls, a client context: ucp/tls/TlsContext.h): connect() also runs the
+//   handshake before it returns: SNI and verification of the server's certificate against
+//   the host name (or options.tls_server_name; an IP literal against the certificate's
+//   addresses), ALPN, resumption of the context's earlier session with that name (so a
+//   reconnect costs no certificate check and no signature). Its errors are of the tls
+//   category: tls::Errc::kCertificateVerifyFailed with the reason (detail_of, message():
+//   "TLS certificate verify failed: hostname mismatch"), kHandshakeFailed, kTruncated,
+//   kHandshakeTimeout (the context's handshake_timeout_ms, or the connect timeout if it ends
+//   first). The connection then reads and writes plaintext; close() sends close_notify.
+//
+//   auto tls = ucp::tls::TlsContext::client({});            // the system's CAs; once
+//   options.tls = *tls;                                     // (check tls first: Result)
+//   auto conn = co_await ucp::TcpClient::connect(loop, "example.com", 443, options);
 //
 // Thread contract: connect() and everything on the connection on `loop`'s thread.
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <sys/socket.h>
 
@@ -39,7 +53,12 @@
 namespace ucp {
 
 class Resolver;
+namespace tls {
+class TlsContext;
+}
 
+// Nothing in ClientOptions points into itself (no std::string): GCC 12 moves the temporary of
+// a defaulted ClientOptions argument inside a co_await expression by copying its bytes.
 struct ClientOptions {
   uint32_t connect_timeout_ms = 30000;  // resolution plus every connect attempt; 0 = none
   uint32_t read_timeout_ms = 0;         // the connection's reads (TcpConnection); 0 = none
@@ -48,6 +67,11 @@ struct ClientOptions {
   StopToken stop;                       // cancels the connect (not the connection after it)
   int family = AF_UNSPEC;               // AF_INET / AF_INET6: resolve names to that family only
   Resolver* resolver = nullptr;         // null: Resolver::shared()
+  // TLS: a client context (TlsContext::client) shared by the connections it makes; it keeps
+  // their sessions by server name for resumption. Null: plain TCP.
+  std::shared_ptr<const tls::TlsContext> tls;
+  // SNI and the name verified (connect() copies it); empty: the host connected to.
+  std::string_view tls_server_name;
 };
 
 /// Deleter of a ClientConnection. A connection whose close() has finished is freed at once.

@@ -17,6 +17,13 @@
 // shuts the socket down, cancels what is in flight and waits for every completion before it
 // closes the fd: close(2) alone would not cancel a pending receive, and a reused fd number
 // could receive an old operation's result. The destructor requires that nothing is in flight.
+//
+// Plain or TLS: a server with ServerOptions::tls, or a client with ClientOptions::tls, makes
+// connections whose socket carries TLS records; this same type then reads and writes
+// plaintext (decrypted from the loop's receive buffers, sealed into records on the output
+// path), close() sends close_notify, and a peer's EOF without one is an error of the tls
+// category (tls::Errc::kTruncated), never a read of 0. tls() describes the session (version,
+// ALPN, the peer's certificate). docs/tls.md, "Connections".
 
 #include <concepts>
 #include <coroutine>
@@ -36,6 +43,13 @@
 #include "ucp/net/detail/StreamWriter.h"
 
 namespace ucp {
+
+namespace tls {
+class TlsSession;
+}
+namespace detail {
+class TlsConnection;
+}
 
 class TcpConnection : private detail::StreamReader, private detail::StreamWriter {
  public:
@@ -109,14 +123,20 @@ class TcpConnection : private detail::StreamReader, private detail::StreamWriter
   bool closed() const noexcept { return state_ != State::kOpen; }
   /// close() has finished: the fd is closed and nothing is in flight (it may be destroyed).
   bool close_finished() const noexcept { return state_ == State::kClosed; }
+  /// Made as a detail::TlsConnection (whatever tls() says now): its owner destroys it as one.
+  bool tls_object() const noexcept { return tls_object_; }
   /// True when reads come from a multishot receive into the loop's receive buffers.
   bool multishot() const noexcept { return reader().multishot(); }
   uint64_t bytes_read() const noexcept { return reader().bytes_read(); }
   /// Times the multishot receive paused because the handler was behind (back-pressure).
   uint64_t receive_pauses() const noexcept { return reader().pauses(); }
   /// Every byte sent to the peer: written through the queue, or sent around it by a caller
-  /// that said so with count_sent_around().
+  /// that said so with count_sent_around(). On TLS, bytes_read() and bytes_written() count the
+  /// socket's bytes (ciphertext).
   uint64_t bytes_written() const noexcept { return writer().bytes_written(); }
+  /// The TLS session of a TLS connection (its handshake done), or null for plain TCP. Bytes
+  /// sent around the output queue would bypass it: io::send_file only when this is null.
+  const tls::TlsSession* tls() const noexcept;
   /// Counts bytes sent on fd() around the output queue (io::send_file, after all_sent()).
   void count_sent_around(uint64_t bytes) noexcept { writer().count_sent_around(bytes); }
   /// Bytes written but not yet taken by the kernel (copies plus suspended writers' spans).
@@ -126,6 +146,7 @@ class TcpConnection : private detail::StreamReader, private detail::StreamWriter
   const OutputLimits& output_limits() const noexcept { return writer().limits(); }
 
  private:
+  friend class detail::TlsConnection;
   enum class State : uint8_t { kOpen, kClosing, kClosed };
   bool idle() const noexcept { return reader().idle() && writer().idle(); }
   friend HookAccess;
@@ -155,6 +176,7 @@ class TcpConnection : private detail::StreamReader, private detail::StreamWriter
   InetAddress peer_;
   std::coroutine_handle<> drain_waiter_;  // close() waiting for the last completion
   State state_ = State::kOpen;
+  bool tls_object_ = false;  // this is a detail::TlsConnection (destroyed as one)
 };
 
 /// A coroutine that serves a connection: `ucp::Task<> echo(ucp::TcpConnection& conn)`, or a

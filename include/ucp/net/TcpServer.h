@@ -14,6 +14,9 @@
 //     The main loop then only runs signals, stats and the graceful stop.
 // max_connections is one limit across all acceptors (an atomic count, touched once per
 // connection).
+// With ServerOptions::tls every connection is TLS: the worker runs the handshake (bounded by
+// the context's handshake_timeout_ms) before the handler, and the handler gets the same
+// TcpConnection, reading and writing plaintext (docs/tls.md, "Connections").
 //
 //   ucp::TcpServer server(options, loop_options, [](ucp::TcpConnection& c) { return echo(c); });
 //   if (auto started = server.start(); !started) { /* print started.error().message, exit 1 */ }
@@ -43,12 +46,17 @@
 #include "ucp/net/InetAddress.h"
 #include "ucp/net/Socket.h"
 #include "ucp/net/TcpConnection.h"
+#include "ucp/tls/TlsCounters.h"
 
 namespace ucp {
 
 namespace detail {
 class RingHandOff;
 }
+namespace tls {
+class TlsContext;
+class TlsContextHolder;
+}  // namespace tls
 
 /// Who accepts connections (the [server] acceptors key: main | per_worker).
 enum class Acceptors : uint8_t {
@@ -84,6 +92,12 @@ struct ServerOptions {
   Acceptors acceptors = Acceptors::kMain;
   // Which CPU each worker and the main loop run on (ucp/net/CpuAffinity.h); none by default.
   CpuAffinity cpu_affinity;
+  // TLS on every connection: the server context in use (ucp/tls/TlsContextHolder.h), shared
+  // so that a reload reaches new connections (established ones keep theirs). Null: plain TCP.
+  std::shared_ptr<tls::TlsContextHolder> tls;
+  // With tls: what a client that speaks plain HTTP to the port gets in plaintext before the
+  // close (HttpServer sets an nginx-style 400). Empty: only the close.
+  std::string tls_plaintext_reply;
 };
 
 /// One worker loop's counters, read on that loop's thread by TcpServer::collect_stats.
@@ -150,6 +164,9 @@ class TcpServer {
   }
   /// Connections a worker received through IORING_OP_MSG_RING (the rest went through post).
   uint64_t ring_hand_offs() const noexcept;
+  /// With ServerOptions::tls: each worker's handshake counters, in the workers' order (empty
+  /// before start()). Any thread; each figure is read on its own (relaxed).
+  std::vector<tls::TlsCounters> tls_counters() const;
   /// How connections are accepted after start(): kMain when kPerWorker was asked for with an
   /// inherited socket.
   Acceptors acceptors() const noexcept { return acceptors_; }
@@ -186,6 +203,16 @@ class TcpServer {
   /// frame is kept beside this one. The peer is asked for lazily (a multishot accept returns
   /// no address): AF_UNSPEC until then.
   Spawned serve(Worker& worker, UniqueFd fd, InetAddress peer);
+  /// serve() for a TLS server: the handshake first (TcpServerTls.cpp).
+  Spawned serve_tls(Worker& worker, UniqueFd fd, InetAddress peer);
+  /// The coroutine of one new connection: serve() or serve_tls().
+  Spawned start_serving(Worker& worker, UniqueFd fd, InetAddress peer);
+  /// The worker's copy of the current TLS context (taken again after a reload); null if none.
+  const tls::TlsContext* tls_context_for(Worker& worker);
+  static void count_handshake(Worker& worker, const TcpConnection& connection,
+                              std::error_code failure) noexcept;
+  void enlist(Worker& worker, ConnectionNode& node) noexcept;
+  void delist(Worker& worker, ConnectionNode& node) noexcept;
   void prepare_accepted(int fd, InetAddress& peer) const;
   static void log_handler_failure(const TcpConnection& connection, const char* what);
   Task<> shutdown_sequence();

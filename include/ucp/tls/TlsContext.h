@@ -16,6 +16,7 @@
 // (SSL_new is thread-safe on a shared SSL_CTX). A session holds OpenSSL's reference to the
 // SSL_CTX and everything its callbacks use, so it may outlive this object.
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -27,6 +28,8 @@
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace ucp::tls {
+
+class TlsSessionCache;
 
 namespace detail {
 struct ContextState;
@@ -49,6 +52,13 @@ class TlsContext {
   bool is_server() const noexcept;
   /// The ALPN protocols, preferred first (TlsSession::alpn_index() indexes this list).
   std::span<const std::string> alpn_protocols() const noexcept;
+  /// A client context's sessions by server name (null for a server): connections made with
+  /// TlsSession::connect(context, name, context.session_cache()) resume across reconnects.
+  /// Safe from any thread (the cache locks).
+  TlsSessionCache* session_cache() const noexcept;
+  /// The options' handshake_timeout_ms: connections made with this context fail a handshake
+  /// that takes longer (0: no limit).
+  uint32_t handshake_timeout_ms() const noexcept;
   /// The ticket keys (server with session tickets on), else null.
   const std::shared_ptr<TicketKeyRing>& ticket_keys() const noexcept;
   /// The SSL_CTX of the default certificate, for settings UCP does not wrap.

@@ -42,6 +42,9 @@ class TlsContextHolder {
   /// Builds a context from the options again and makes it current; on failure the current
   /// one stays and the error says why.
   Result<void, Error> reload();
+  /// The same with new options (other file names, say), keeping the ticket keys: tickets
+  /// issued before still resume.
+  Result<void, Error> reload(TlsOptions options);
   /// The current context; null before load() succeeded.
   std::shared_ptr<const TlsContext> current() const;
   /// Incremented by every successful load() and reload().

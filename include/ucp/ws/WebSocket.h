@@ -9,7 +9,7 @@
 //     }
 //   }));  // returning closes (1000); a peer's close or a protocol violation ends receive()
 //
-//   // Client: ws:// URLs on TcpClient.
+//   // Client: ws:// and wss:// URLs on TcpClient.
 //   auto ws = co_await ucp::ws::WebSocket::connect(loop, "ws://127.0.0.1:8080/echo");
 //   co_await ws->send_text("hello");
 //   auto reply = co_await ws->receive();
@@ -79,9 +79,11 @@ class WebSocket : private TimerNode {
   using Handler = UniqueFunction<Task<>(WebSocket&)>;
 
   /// Opens a client connection: `url` is ws://host[:port][/path][?query] (port 80 by
-  /// default). Resolves and connects with TcpClient (`tcp` options), sends the upgrade request
-  /// and checks the answer, all within options.handshake_timeout_ms. Errors: Errc::kBadUrl,
-  /// Errc::kHandshakeFailed, and those of TcpClient::connect. The WebSocket owns its
+  /// default) or wss://... (TLS, port 443 by default: tcp.tls, or when it is null a context
+  /// trusting the system's CAs, and the host's name verified). Resolves and connects with
+  /// TcpClient (`tcp` options), sends the upgrade request and checks the answer, all within
+  /// options.handshake_timeout_ms. Errors: Errc::kBadUrl, Errc::kHandshakeFailed, and those of
+  /// TcpClient::connect (TLS: tls::Errc::kCertificateVerifyFailed...). The WebSocket owns its
   /// connection; dropping it without close() closes the connection in the background.
   static Task<Result<std::unique_ptr<WebSocket>>> connect(EventLoop& loop, std::string url,
                                                           Options options = {},

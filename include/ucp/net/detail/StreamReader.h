@@ -13,6 +13,11 @@
 // timed_out (read_timeout_ms without data), operation_canceled (stop() or the connection
 // closing), connection_reset, ... Pauses of the multishot receive never show.
 //
+// On a TLS connection (TlsConnection, src/net) the bytes received are ciphertext: a read then
+// returns plaintext that the connection decrypts from them, and 0 only after the peer's
+// close_notify (its EOF without one is an error of the tls category, truncated). Raw reads
+// (RawTag) are the connection's own, for the ciphertext.
+//
 // Thread contract: the connection's loop thread only.
 
 #include <coroutine>
@@ -31,6 +36,8 @@
 
 namespace ucp::detail {
 
+class TlsConnection;
+
 // The multishot stream and the read timeout's timer node are private bases rather than members
 // pointing back here (their callbacks find the reader with ucp/base/Hook.h): every connection
 // carries a reader, and the timer node's tail padding holds the small fields below.
@@ -47,8 +54,11 @@ class StreamReader : private MultishotRecv, private TimerNode {
 
   class [[nodiscard]] ReadAwaiter {
    public:
+    /// A read of the bytes as received, also on a TLS connection (its ciphertext).
+    struct RawTag {};
     ReadAwaiter(StreamReader& reader, std::span<std::byte> destination) noexcept;
     ReadAwaiter(StreamReader& reader, BufferLease* lend_into) noexcept;
+    ReadAwaiter(StreamReader& reader, BufferLease* lend_into, RawTag) noexcept;
     ReadAwaiter(const ReadAwaiter&) = delete;
     ReadAwaiter& operator=(const ReadAwaiter&) = delete;
     ~ReadAwaiter();
@@ -63,8 +73,10 @@ class StreamReader : private MultishotRecv, private TimerNode {
 
    private:
     friend class StreamReader;
+    friend class TlsConnection;
     struct SingleShot;
-    enum class Mode : uint8_t { kImmediate, kSingleShot, kMultishot };
+    // kTls: the TLS connection fills its plaintext (decrypting raw reads) and resumes us.
+    enum class Mode : uint8_t { kImmediate, kSingleShot, kMultishot, kTls };
     bool start_single_shot() noexcept;
     // (detail::IoContext: inside the reader, plain IoContext names its private base.)
     static std::coroutine_handle<> on_single_shot(detail::IoContext& context, int32_t res,
@@ -77,6 +89,7 @@ class StreamReader : private MultishotRecv, private TimerNode {
     PoolPtr<SingleShot> single_shot_;  // only while a single-shot read is in flight
     int32_t result_ = 0;               // single-shot result, or an error found before any I/O
     Mode mode_ = Mode::kImmediate;
+    bool raw_ = false;  // RawTag: no decryption on a TLS connection
   };
 
   /// receive(): a read whose bytes arrive in a lent buffer, so an idle connection's handler
@@ -107,11 +120,14 @@ class StreamReader : private MultishotRecv, private TimerNode {
   bool idle() const noexcept { return !single_shot_in_flight_ && !MultishotRecv::busy(); }
   bool stopped() const noexcept { return state_ != State::kOpen; }
   bool multishot() const noexcept { return multishot_; }
+  /// A TLS connection's reader (reads return decrypted bytes).
+  bool encrypted() const noexcept { return tls_; }
   uint64_t bytes_read() const noexcept { return bytes_read_; }
   uint64_t pauses() const noexcept { return MultishotRecv::pauses(); }
   EventLoop& loop() const noexcept { return MultishotRecv::loop(); }
 
  private:
+  friend class TlsConnection;
   enum class State : uint8_t { kOpen, kStopped };
   friend HookAccess;
   void on_deadline() noexcept;
@@ -128,6 +144,7 @@ class StreamReader : private MultishotRecv, private TimerNode {
   State state_ = State::kOpen;
   bool multishot_;  // reads come from the stream (the MultishotRecv base)
   bool single_shot_in_flight_ = false;
+  bool tls_ = false;  // a TlsConnection's reader: reads return decrypted bytes
   ReadAwaiter* waiting_ = nullptr;
   uint64_t bytes_read_ = 0;
 };

@@ -17,6 +17,12 @@
 // A failed send (connection_reset, broken_pipe, timed_out...) drops the queue; every writer
 // still waiting and every later write gets that error.
 //
+// On a TLS connection (TlsConnection, src/net) a send carries ciphertext: the queued plaintext
+// is sealed into records (up to kSealBytes at a time) when a send starts, and its writers are
+// done once all of that ciphertext is in the kernel. Output of the session's own (handshake,
+// alerts, close_notify: sent before the FIN of shutdown_write() and close()) goes out the same
+// way, so one send is in flight whatever it carries.
+//
 // Thread contract: the connection's loop thread only.
 
 #include <coroutine>
@@ -36,6 +42,8 @@
 
 namespace ucp::detail {
 
+class TlsConnection;
+
 // The send hook, the deadline's timer node and the send are private bases rather than members
 // pointing back here (their callbacks find the writer with ucp/base/Hook.h): every connection
 // carries a writer, and the timer node's tail padding holds the small fields below. The owner
@@ -48,6 +56,9 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode, private V
     kTimedOut,  // the peer took no byte for the whole timeout: the output failed (once)
   };
   using OnEvent = void (*)(StreamWriter& writer, Event event) noexcept;
+  /// TLS: plaintext sealed per send at most (four full records), so a large write_all()
+  /// does not turn into its whole size in ciphertext at once.
+  static constexpr size_t kSealBytes = 64 * 1024;
   StreamWriter(EventLoop& loop, int fd, OutputLimits limits, OnEvent on_event) noexcept;
   StreamWriter(const StreamWriter&) = delete;
   StreamWriter& operator=(const StreamWriter&) = delete;
@@ -149,6 +160,7 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode, private V
   const OutputLimits& limits() const noexcept { return limits_; }
 
  private:
+  friend class TlsConnection;
   enum class State : uint8_t {
     kOpen,
     kShut,     // shutdown_write(): FIN once the queue is empty
@@ -156,6 +168,13 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode, private V
   };
   void request_send() noexcept;
   void start_send() noexcept;
+  /// Nothing left to send: the queue is empty and, on TLS, so is the session's output.
+  bool drained() const noexcept { return queue_.empty() && !(tls_ && tls_pending()); }
+  // TLS (StreamWriter.cpp, "TLS"): ciphertext or sealed plaintext not yet sent.
+  bool tls_pending() const noexcept;
+  void start_tls_send() noexcept;
+  size_t tls_sent(size_t bytes) noexcept;  // returns the plaintext bytes now done
+  bool queue_close_notify() noexcept;
   void release_waiting_writers() noexcept;
   void fail(std::error_code error) noexcept;
   void drop_queue() noexcept;
@@ -180,6 +199,7 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode, private V
   State state_ = State::kOpen;
   bool full_ = false;             // past max_output_bytes: write() waits until half is left
   bool cancels_pending_ = false;  // some writer's cancel waits for the send in flight
+  bool tls_ = false;              // a TlsConnection's writer: sends carry ciphertext
   OutputLimits limits_;
   OutputQueue queue_;
   // The last segment the send in flight covers (segments up to it may be read by the kernel).

@@ -1,0 +1,338 @@
+// TLS connections of a TcpServer over loopback, on both backends, with the loop's receive
+// buffers (multishot) and without (single-shot reads): the handler reads and writes plaintext
+// through the same TcpConnection calls as on plain TCP, and the client is OpenSSL's own
+// (tests/support/TlsTestClient.h). Closing sends close_notify; an EOF without one reaches the
+// handler as tls::Errc::kTruncated; a handshake that does not finish times out; a client that
+// speaks plain HTTP or garbage is closed without harm to the others.
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ucp/net/TcpServer.h"
+#include "ucp/tls/TlsContextHolder.h"
+#include "ucp/tls/TlsError.h"
+#include "ucp/tls/TlsSession.h"
+
+#include "Backends.h"
+#include "ErrorText.h"
+#include "LoopbackClient.h"
+#include "TestCertificates.h"
+#include "TlsTestClient.h"
+
+namespace ucp {
+namespace {
+
+using namespace std::chrono_literals;
+
+const test::TestPki& pki() { return test::TestPki::get(); }
+
+tls::TlsOptions server_tls_options() {
+  tls::TlsOptions options;
+  options.certificates = {{pki().ecdsa.certificate, pki().ecdsa.private_key}};
+  return options;
+}
+
+test::TlsClientSettings client_settings() {
+  test::TlsClientSettings settings;
+  settings.ca_file = pki().ca_file;
+  return settings;
+}
+
+// What handlers saw, for the test thread (they run on the worker).
+struct Observed {
+  std::mutex mutex;
+  std::vector<std::string> errors;  // each read error, as tls::to_string or the message
+  std::vector<std::string> peers;   // the peer certificate's subject ("" without one)
+  std::atomic<int> ends{0};         // handlers that returned
+
+  void error(std::error_code e) {
+    std::lock_guard lock(mutex);
+    const auto reason = tls::reason_of(e);
+    errors.push_back(reason != tls::Errc{} ? std::string(tls::to_string(reason)) : e.message());
+  }
+  std::vector<std::string> taken_errors() {
+    std::lock_guard lock(mutex);
+    return errors;
+  }
+};
+
+Observed* g_observed = nullptr;
+
+// Echo through receive() (the loop lends the plaintext's block), noting how reads end.
+Task<> lending_echo(TcpConnection& connection) {
+  for (;;) {
+    auto data = co_await connection.receive();
+    if (!data) {
+      g_observed->error(data.error());
+      break;
+    }
+    if (data->empty()) break;
+    if (!co_await connection.write_all(data->bytes())) break;
+  }
+  ++g_observed->ends;
+}
+
+// Echo through read() into a small buffer of the handler's own, with buffered write().
+Task<> copying_echo(TcpConnection& connection) {
+  char buffer[100];
+  for (;;) {
+    auto n = co_await connection.read(buffer);
+    if (!n) {
+      g_observed->error(n.error());
+      break;
+    }
+    if (*n == 0) break;
+    if (!co_await connection.write(std::span<const char>(buffer, *n))) break;
+  }
+  ++g_observed->ends;
+}
+
+// Says who the peer is, then echoes.
+Task<> identify_then_echo(TcpConnection& connection) {
+  std::string subject = "none";
+  if (const tls::TlsSession* session = connection.tls()) {
+    if (auto certificate = session->peer_certificate()) subject = certificate->subject;
+    subject += " " + std::string(session->version()) + " " + std::string(session->alpn());
+  }
+  (void)co_await connection.write(std::as_bytes(std::span(subject.data(), subject.size())));
+  co_await lending_echo(connection);
+}
+
+// Writes a goodbye and returns: the server closes, which sends close_notify.
+Task<> say_bye(TcpConnection& connection) {
+  (void)co_await connection.write_all(std::as_bytes(std::span("bye", 3)));
+  ++g_observed->ends;
+}
+
+enum class Receive { kMultishot, kSingleShot };
+using Params = std::tuple<BackendKind, Receive>;
+
+class TlsConnectionTest : public ::testing::TestWithParam<Params> {
+ protected:
+  void SetUp() override {
+    UCP_SKIP_UNLESS_BACKEND_USABLE(std::get<0>(GetParam()));
+    g_observed = &observed_;
+  }
+  void TearDown() override {
+    if (thread_.joinable()) {
+      server_->stop();
+      thread_.join();
+    }
+    g_observed = nullptr;
+  }
+
+  void start(TcpServer::Handler handler, tls::TlsOptions tls_options = server_tls_options(),
+             std::string plaintext_reply = {}) {
+    auto holder = std::make_shared<tls::TlsContextHolder>();
+    auto loaded = holder->load(std::move(tls_options));
+    ASSERT_TRUE(loaded) << loaded.error().message;
+    ServerOptions options;
+    options.ip = "127.0.0.1";
+    options.port = 0;
+    options.thread_num = 1;
+    options.read_timeout_ms = 0;
+    options.shutdown_timeout_ms = 3000;
+    options.tls = holder;
+    options.tls_plaintext_reply = std::move(plaintext_reply);
+    LoopOptions loop;
+    loop.backend = std::get<0>(GetParam());
+    loop.ring_entries = 256;
+    loop.provided_buffers_count = std::get<1>(GetParam()) == Receive::kMultishot ? 64 : 0;
+    loop.provided_buffer_size = 4096;
+    server_ = std::make_unique<TcpServer>(options, loop, std::move(handler));
+    ASSERT_EQ(test::error_text(server_->start()), "");
+    port_ = server_->local_address().port();
+    thread_ = std::thread([this] { server_->run(); });
+  }
+
+  // Waits (bounded) until `count` handlers have returned.
+  bool wait_for_ends(int count) {
+    const test::Deadline deadline(10000);
+    while (observed_.ends.load() < count && !deadline.expired()) std::this_thread::sleep_for(2ms);
+    return observed_.ends.load() >= count;
+  }
+
+  tls::TlsCounters counters() {
+    tls::TlsCounters total;
+    for (const auto& worker : server_->tls_counters()) total += worker;
+    return total;
+  }
+
+  Observed observed_;
+  std::unique_ptr<TcpServer> server_;
+  std::thread thread_;
+  uint16_t port_ = 0;
+};
+
+std::string pattern(size_t size) {
+  std::string text(size, '\0');
+  for (size_t i = 0; i < size; ++i) text[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+  return text;
+}
+
+TEST_P(TlsConnectionTest, EchoesEverySizeThroughReceive) {
+  start(&lending_echo);
+  for (int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
+    auto settings = client_settings();
+    settings.version = version;
+    auto client = test::TlsTestClient::connect(port_, settings);
+    ASSERT_TRUE(client) << client.error();
+    for (size_t size : {1u, 100u, 4096u, 16384u, 16385u, 100000u, 1u << 20}) {
+      const std::string message = pattern(size);
+      ASSERT_TRUE(client.write(message)) << size;
+      const auto echo = client.read_exact(size);
+      ASSERT_EQ(echo.error, "") << size;
+      ASSERT_TRUE(echo.data == message) << "size " << size;
+    }
+  }
+  EXPECT_EQ(counters().handshakes_ok, 2u);
+  EXPECT_EQ(counters().tls1_2, 1u);
+  EXPECT_EQ(counters().tls1_3, 1u);
+}
+
+TEST_P(TlsConnectionTest, EchoesThroughReadIntoASmallBuffer) {
+  start(&copying_echo);
+  auto client = test::TlsTestClient::connect(port_, client_settings());
+  ASSERT_TRUE(client) << client.error();
+  for (size_t size : {1u, 99u, 100u, 101u, 5000u, 70000u}) {
+    const std::string message = pattern(size);
+    ASSERT_TRUE(client.write(message));
+    const auto echo = client.read_exact(size);
+    ASSERT_EQ(echo.error, "") << size;
+    ASSERT_TRUE(echo.data == message) << "size " << size;
+  }
+}
+
+TEST_P(TlsConnectionTest, ClientCloseNotifyReadsAsEndOfStream) {
+  start(&lending_echo);
+  auto client = test::TlsTestClient::connect(port_, client_settings());
+  ASSERT_TRUE(client) << client.error();
+  ASSERT_TRUE(client.write("ping"));
+  ASSERT_EQ(client.read_exact(4).data, "ping");
+  client.close_notify();
+  // The server's close answers with its own close_notify.
+  const auto end = client.read_to_end();
+  EXPECT_TRUE(end.closed) << end.error;
+  ASSERT_TRUE(wait_for_ends(1));
+  EXPECT_TRUE(observed_.taken_errors().empty());
+}
+
+TEST_P(TlsConnectionTest, EofWithoutCloseNotifyIsTruncatedForTheHandler) {
+  start(&lending_echo);
+  auto client = test::TlsTestClient::connect(port_, client_settings());
+  ASSERT_TRUE(client) << client.error();
+  ASSERT_TRUE(client.write("ping"));
+  ASSERT_EQ(client.read_exact(4).data, "ping");
+  client.shutdown_without_close_notify();
+  ASSERT_TRUE(wait_for_ends(1));
+  EXPECT_EQ(observed_.taken_errors(), std::vector<std::string>{"truncated"});
+}
+
+TEST_P(TlsConnectionTest, ServerCloseSendsCloseNotify) {
+  start(&say_bye);
+  auto client = test::TlsTestClient::connect(port_, client_settings());
+  ASSERT_TRUE(client) << client.error();
+  const auto got = client.read_to_end();
+  EXPECT_EQ(got.data, "bye");
+  EXPECT_TRUE(got.closed) << got.error;
+}
+
+TEST_P(TlsConnectionTest, HandlerSeesTheSessionAndThePeerCertificate) {
+  auto options = server_tls_options();
+  options.client_ca = pki().ca_file;
+  options.verify_client = tls::VerifyClient::kOptional;
+  start(&identify_then_echo, options);
+  auto settings = client_settings();
+  settings.certificate = pki().client.certificate;
+  settings.private_key = pki().client.private_key;
+  settings.alpn = {"http/1.1"};
+  settings.version = TLS1_3_VERSION;
+  auto client = test::TlsTestClient::connect(port_, settings);
+  ASSERT_TRUE(client) << client.error();
+  const std::string expected = "CN=client.test,O=UCP tests TLSv1.3 http/1.1";
+  EXPECT_EQ(client.read_exact(expected.size()).data, expected);
+
+  auto anonymous = test::TlsTestClient::connect(port_, client_settings());
+  ASSERT_TRUE(anonymous) << anonymous.error();
+  const std::string none = "none TLSv1.3 ";
+  EXPECT_EQ(anonymous.read_exact(none.size()).data, none);
+}
+
+TEST_P(TlsConnectionTest, HandshakeThatNeverFinishesTimesOut) {
+  auto options = server_tls_options();
+  options.handshake_timeout_ms = 200;
+  start(&lending_echo, options);
+  auto silent = test::connect_tcp("127.0.0.1", port_);
+  ASSERT_TRUE(silent);
+  // The server gives up and closes: EOF, well within the bounded wait.
+  char byte;
+  auto got = test::recv_some(silent->get(), std::span(&byte, 1), 10000);
+  EXPECT_TRUE(got ? *got == 0 : got.error() != std::errc::timed_out);
+  const test::Deadline deadline(10000);
+  while (counters().handshakes_failed_total() == 0 && !deadline.expired()) {
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_EQ(counters().handshakes_failed[static_cast<size_t>(tls::Errc::kHandshakeTimeout)], 1u);
+  EXPECT_EQ(observed_.ends.load(), 0);  // the handler never ran
+}
+
+TEST_P(TlsConnectionTest, PlainHttpGetsThePlaintextReplyAndOthersGoOn) {
+  start(&lending_echo, server_tls_options(), "HTTP/1.1 400 Bad Request\r\n\r\n");
+  auto plain = test::connect_tcp("127.0.0.1", port_);
+  ASSERT_TRUE(plain);
+  ASSERT_TRUE(test::send_text(plain->get(), "GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+  std::string reply;
+  char buffer[256];
+  for (;;) {
+    auto got = test::recv_some(plain->get(), buffer, 10000);
+    if (!got || *got == 0) break;
+    reply.append(buffer, *got);
+  }
+  EXPECT_EQ(reply, "HTTP/1.1 400 Bad Request\r\n\r\n");
+
+  auto client = test::TlsTestClient::connect(port_, client_settings());
+  ASSERT_TRUE(client) << client.error();
+  ASSERT_TRUE(client.write("still here"));
+  EXPECT_EQ(client.read_exact(10).data, "still here");
+  EXPECT_EQ(counters().handshakes_failed[static_cast<size_t>(tls::Errc::kNotTls)], 1u);
+}
+
+TEST_P(TlsConnectionTest, GarbageInsteadOfAClientHelloIsClosed) {
+  start(&lending_echo);
+  auto garbage = test::connect_tcp("127.0.0.1", port_);
+  ASSERT_TRUE(garbage);
+  const std::string junk(3000, '\x16');
+  ASSERT_TRUE(test::send_text(garbage->get(), junk));
+  char buffer[256];
+  for (;;) {  // an alert perhaps, then the close
+    auto got = test::recv_some(garbage->get(), buffer, 10000);
+    ASSERT_TRUE(got || got.error() != std::errc::timed_out) << "not closed";
+    if (!got || *got == 0) break;
+  }
+  auto client = test::TlsTestClient::connect(port_, client_settings());
+  ASSERT_TRUE(client) << client.error();
+  ASSERT_TRUE(client.write("ok"));
+  EXPECT_EQ(client.read_exact(2).data, "ok");
+}
+
+std::string params_name(const ::testing::TestParamInfo<Params>& param_info) {
+  return std::string(test::backend_label(std::get<0>(param_info.param))) +
+         (std::get<1>(param_info.param) == Receive::kMultishot ? "_multishot" : "_single_shot");
+}
+
+INSTANTIATE_TEST_SUITE_P(BackendsAndReceives, TlsConnectionTest,
+                         ::testing::Combine(test::kAllBackends,
+                                            ::testing::Values(Receive::kMultishot,
+                                                              Receive::kSingleShot)),
+                         params_name);
+
+}  // namespace
+}  // namespace ucp
