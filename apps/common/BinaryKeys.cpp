@@ -89,6 +89,9 @@ void declare_binary_keys(ConfigSchema& schema) {
             "with udp_multicast_group: the local address (or interface name) to join on; "
             "127.0.0.1 works over loopback; empty = the kernel's choice")
       .check(check_interface);
+  server.integer("udp_metrics_port", 0, 0, 65535,
+                 "bin/proactor_test, protocol = udp_echo: 0 = off; else count every socket's "
+                 "traffic and answer GET /metrics (ucp_udp_*) over HTTP on ip:udp_metrics_port");
   auto& http = schema.section("http");
   http.text("root", "www", "bin/http_server: static files, relative to the working directory")
       .non_empty();

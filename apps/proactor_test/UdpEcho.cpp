@@ -5,6 +5,7 @@
 #include <future>
 
 #include "ucp/log/Logger.h"
+#include "ucp/metrics/ProcessMetrics.h"
 
 namespace ucp::app {
 
@@ -32,11 +33,12 @@ Task<> udp_echo(UdpSocket& socket) {
 
 UdpEchoServer::UdpEchoServer(const ServerOptions& options, uint32_t receive_buffer_bytes,
                              const LoopOptions& loop_options,
-                             std::optional<MulticastGroup> multicast)
+                             std::optional<MulticastGroup> multicast, uint16_t metrics_port)
     : config_(options),
       udp_recv_buffer_bytes_(receive_buffer_bytes),
       loop_options_(loop_options),
-      multicast_(std::move(multicast)) {}
+      multicast_(std::move(multicast)),
+      metrics_port_(metrics_port) {}
 
 void raise_udp_echo_buffers(const Config& config, LoopOptions& loop) {
   if (config.get<std::string>("server.protocol") != "udp_echo") return;
@@ -47,6 +49,7 @@ void raise_udp_echo_buffers(const Config& config, LoopOptions& loop) {
 }
 
 UdpEchoServer::~UdpEchoServer() {
+  stop_metrics_listener();
   if (pool_) {
     close_all();
     pool_->join();
@@ -74,7 +77,63 @@ Result<void, Error> UdpEchoServer::start(std::string* warnings) {
                                                 config_.cpu_affinity);
   if (auto started = pool_->start(warnings); !started) return started;
   pool_->place_main_thread();  // this thread runs the main loop
-  return bind_all(*address, warnings);
+  if (metrics_port_ != 0) {
+    metrics_ = std::make_unique<UdpMetrics>(pool_->loops().size());
+    if (auto added = metrics_->add_to(registry_); !added) return added;
+    registry_.add_collector(metrics::write_process_metrics);
+    registry_.add_collector(metrics::write_build_info);
+  }
+  if (auto bound = bind_all(*address, warnings); !bound) return bound;
+  return start_metrics_listener();
+}
+
+// GET /metrics on server.ip:udp_metrics_port, one thread of its own, a few connections: a
+// scrape reads the counters (relaxed loads) and never visits the workers.
+Result<void, Error> UdpEchoServer::start_metrics_listener() {
+  if (metrics_port_ == 0) return {};
+  ServerOptions options;  // not the echo's: no takeover fds, no pinning, one thread
+  options.ip = config_.ip;
+  options.port = metrics_port_;
+  options.thread_num = 1;
+  options.max_connections = 64;
+  options.shutdown_timeout_ms = 500;
+  LoopOptions loop;
+  loop.backend = loop_options_.backend;
+  loop.ring_entries = 256;
+  metrics_listener_ = std::make_unique<http::HttpServer>(options, loop, http::HttpOptions{});
+  metrics_listener_->router().get("/metrics",
+                                  [this](http::Request&, http::Response& res) -> Task<> {
+                                    res.set_content_type(metrics::kContentType);
+                                    registry_.render(res.body_buffer());
+                                    co_return;
+                                  });
+  if (auto started = metrics_listener_->start(); !started) {
+    close_all();
+    const std::string where = options.ip + ":" + std::to_string(metrics_port_);
+    if (started.error().code == std::errc::address_in_use) {
+      return Unexpected{Error("cannot listen on " + where +
+                                  " for /metrics: address already in use; stop the other server "
+                                  "or choose another server.udp_metrics_port",
+                              started.error().code)};
+    }
+    return Unexpected{Error(
+        "/metrics listener on " + where + " (server.udp_metrics_port): " + started.error().message,
+        started.error().code)};
+  }
+  metrics_thread_ = std::thread([this] { metrics_listener_->run(); });
+  return {};
+}
+
+void UdpEchoServer::stop_metrics_listener() noexcept {
+  if (!metrics_thread_.joinable()) return;
+  metrics_listener_->stop();
+  metrics_thread_.join();
+}
+
+std::string UdpEchoServer::listening() const {
+  std::string out = local_.to_string() + " (udp)";
+  if (metrics_listener_) out += ", /metrics on " + metrics_listener_->local_address().to_string();
+  return out;
 }
 
 // Each socket is made on its worker's thread (a loop's state is touched by its thread only),
@@ -85,6 +144,7 @@ Result<void, Error> UdpEchoServer::bind_all(const InetAddress& address, std::str
   UdpOptions options;
   options.receive_buffer_bytes = udp_recv_buffer_bytes_;
   options.reuse_port = loops.size() > 1;
+  options.metrics = metrics_.get();
   InetAddress where = address;
   for (size_t i = 0; i < loops.size(); ++i) {
     EventLoop& loop = *loops[i];
@@ -146,6 +206,7 @@ void UdpEchoServer::run() {
   main_loop_->run();
   close_all();
   pool_->join();
+  stop_metrics_listener();
 }
 
 void UdpEchoServer::stop() noexcept { main_loop_->stop(); }

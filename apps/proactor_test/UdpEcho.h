@@ -14,21 +14,30 @@
 // server.udp_multicast_interface and echoes the group's datagrams to their senders too (one
 // socket joins, so that each datagram is answered once; the others hear unicast only).
 //
+// With server.udp_metrics_port, every socket counts its traffic into one UdpMetrics (a shard per
+// worker; ucp/net/UdpMetrics.h) and an HTTP listener of its own thread on
+// server.ip:udp_metrics_port answers GET /metrics with the ucp_udp_* families, process_* and
+// ucp_build_info. Without it nothing is counted.
+//
 // The main loop only reads signals. Thread contract: as Service (ucp/app/Service.h).
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ucp/app/Config.h"
 #include "ucp/app/Service.h"
 #include "ucp/coro/Task.h"
+#include "ucp/http/HttpServer.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/metrics/Registry.h"
 #include "ucp/net/EventLoopThreadPool.h"
 #include "ucp/net/InetAddress.h"
 #include "ucp/net/Multicast.h"
 #include "ucp/net/TcpServer.h"
+#include "ucp/net/UdpMetrics.h"
 #include "ucp/net/UdpSocket.h"
 
 namespace ucp::app {
@@ -49,10 +58,11 @@ void raise_udp_echo_buffers(const Config& config, LoopOptions& loop);
 
 class UdpEchoServer final : public Service {
  public:
-  /// `receive_buffer_bytes`: server.udp_recv_buffer_bytes (0: the kernel's default).
+  /// `receive_buffer_bytes`: server.udp_recv_buffer_bytes (0: the kernel's default);
+  /// `metrics_port`: server.udp_metrics_port (0: no counting, no listener).
   UdpEchoServer(const ServerOptions& options, uint32_t receive_buffer_bytes,
                 const LoopOptions& loop_options,
-                std::optional<MulticastGroup> multicast = std::nullopt);
+                std::optional<MulticastGroup> multicast = std::nullopt, uint16_t metrics_port = 0);
   ~UdpEchoServer() override;
 
   Result<void, Error> start(std::string* warnings) override;
@@ -60,17 +70,25 @@ class UdpEchoServer final : public Service {
   void stop() noexcept override;
   void stop_now() noexcept override { stop(); }  // nothing to drain: a datagram is sent or not
   EventLoop& main_loop() noexcept override { return *main_loop_; }
-  std::string listening() const override { return local_.to_string() + " (udp)"; }
+  std::string listening() const override;
   std::string describe_loops() const override;
 
  private:
   Result<void, Error> bind_all(const InetAddress& address, std::string* warnings);
+  Result<void, Error> start_metrics_listener();
   void close_all() noexcept;
+  void stop_metrics_listener() noexcept;
 
   ServerOptions config_;
   uint32_t udp_recv_buffer_bytes_;
   LoopOptions loop_options_;
   std::optional<MulticastGroup> multicast_;
+  uint16_t metrics_port_;
+  // Declared before the sockets and the listener: it outlives what counts into it and scrapes.
+  std::unique_ptr<UdpMetrics> metrics_;
+  metrics::Registry registry_;
+  std::unique_ptr<http::HttpServer> metrics_listener_;
+  std::thread metrics_thread_;
   std::unique_ptr<EventLoop> main_loop_;
   std::unique_ptr<EventLoopThreadPool> pool_;
   std::vector<std::unique_ptr<UdpSocket>> sockets_;  // sockets_[i] lives on worker i

@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
       }
       ucp::app::UdpEchoServer server(app.server_options(),
                                      app.config().get<uint32_t>("server.udp_recv_buffer_bytes"),
-                                     app.loop_options(), std::move(multicast));
+                                     app.loop_options(), std::move(multicast),
+                                     app.config().get<uint16_t>("server.udp_metrics_port"));
       return app.serve(server, "udp_echo");
     }
     if (protocol == "http" || protocol == "websocket") {

@@ -16,6 +16,7 @@
 
 #include "ucp/io/Operations.h"
 #include "ucp/io/detail/LoopAccess.h"
+#include "ucp/net/UdpMetrics.h"
 
 namespace ucp {
 
@@ -127,6 +128,8 @@ UdpSocket::UdpSocket(EventLoop& loop, UniqueFd fd, const UdpOptions& options)
     : loop_(loop),
       fd_(std::move(fd)),
       max_datagram_bytes_(options.max_datagram_bytes),
+      metrics_(options.metrics),
+      metrics_shard_(metrics_ ? metrics_->shard_of(loop) : 0),
       segment_sends_(options.segment_sends) {}
 
 UdpSocket::~UdpSocket() {
@@ -209,12 +212,14 @@ Task<Result<size_t>> UdpSocket::receive_batch(std::span<ReceivedDatagram> out) {
   }
   while (!stream_->has_data()) {
     if (const int32_t error = stream_->take_error(); error != 0) {
+      if (metrics_) count_receive_error(error_from_errno(-error));
       co_return Unexpected{error_from_errno(-error)};
     }
     co_await StreamWait{*stream_};
   }
   size_t n = 0;
   while (n < out.size() && stream_->has_data()) out[n++] = stream_->pop();
+  if (metrics_) count_received(out.first(n));
   co_return n;
 }
 
@@ -234,12 +239,14 @@ Task<Result<size_t>> UdpSocket::receive_one(ReceivedDatagram& out) {
   pending_receive_ = nullptr;
   if (!n) {
     out.data.reset();
+    if (metrics_) count_receive_error(n.error());
     co_return Unexpected{n.error()};
   }
   out.data.set_size(*n);
   out.source_length = message.msg_namelen;
   out.truncated = (message.msg_flags & MSG_TRUNC) != 0;
   if (out.truncated) ++truncated_;
+  if (metrics_) metrics_->received(metrics_shard_, 1, *n, out.truncated ? 1 : 0);
   co_return *n;
 }
 
@@ -255,6 +262,8 @@ Task<Result<ReceivedFrom>> UdpSocket::recv_from(std::span<std::byte> buffer) {
   out.from =
       InetAddress(reinterpret_cast<const sockaddr*>(&datagram.source), datagram.source_length);
   out.truncated = datagram.truncated || datagram.data.size() > buffer.size();
+  // receive_batch() counted the datagram; what the caller's buffer cut is counted here.
+  if (metrics_ && out.truncated && !datagram.truncated) metrics_->received(metrics_shard_, 0, 0, 1);
   co_return out;
 }
 
@@ -271,12 +280,16 @@ Task<Result<ReceivedFrom>> UdpSocket::receive_into(std::span<std::byte> buffer) 
   pending_receive_ = &op;
   auto n = co_await op;
   pending_receive_ = nullptr;
-  if (!n) co_return Unexpected{n.error()};
+  if (!n) {
+    if (metrics_) count_receive_error(n.error());
+    co_return Unexpected{n.error()};
+  }
   ReceivedFrom out;
   out.size = *n;
   out.from = InetAddress(reinterpret_cast<const sockaddr*>(&source), message.msg_namelen);
   out.truncated = (message.msg_flags & MSG_TRUNC) != 0;
   if (out.truncated) ++truncated_;
+  if (metrics_) metrics_->received(metrics_shard_, 1, *n, out.truncated ? 1 : 0);
   co_return out;
 }
 
@@ -287,7 +300,9 @@ Task<Result<size_t>> UdpSocket::send_to(std::span<const std::byte> data, const I
   message.msg_namelen = to.length();
   message.msg_iov = &vector;
   message.msg_iovlen = 1;
-  co_return co_await io::sendmsg(loop_, fd_.get(), message);
+  auto sent = co_await io::sendmsg(loop_, fd_.get(), message);
+  if (metrics_) count_sent(sent);
+  co_return sent;
 }
 
 Task<Result<size_t>> UdpSocket::send(std::span<const std::byte> data) {
@@ -295,7 +310,9 @@ Task<Result<size_t>> UdpSocket::send(std::span<const std::byte> data) {
   msghdr message{};
   message.msg_iov = &vector;
   message.msg_iovlen = 1;
-  co_return co_await io::sendmsg(loop_, fd_.get(), message);
+  auto sent = co_await io::sendmsg(loop_, fd_.get(), message);
+  if (metrics_) count_sent(sent);
+  co_return sent;
 }
 
 namespace {
@@ -363,11 +380,16 @@ Task<Result<size_t>> UdpSocket::send_batch(std::span<const OutgoingDatagram> dat
         if (slot.result >= 0) {
           sent += slot.datagrams;
           if (slot.datagrams > 1) ++segmented_sends_;
+          if (metrics_) {
+            metrics_->sent(metrics_shard_, slot.datagrams, static_cast<uint64_t>(slot.result));
+            if (slot.datagrams > 1) metrics_->segmented(metrics_shard_);
+          }
         } else if (slot.datagrams > 1 && segmenting_refused(slot.result)) {
           segment_sends_ = false;
           refused[refusals++] = {slot.first, slot.datagrams};
         } else {
           send_failures_ += slot.datagrams;
+          if (metrics_) metrics_->send_failed(metrics_shard_, slot.datagrams);
           if (first_error == 0) first_error = slot.result;
         }
       }
@@ -381,6 +403,28 @@ Task<Result<size_t>> UdpSocket::send_batch(std::span<const OutgoingDatagram> dat
   }
   if (sent == 0 && first_error != 0) co_return Unexpected{error_from_errno(-first_error)};
   co_return sent;
+}
+
+void UdpSocket::count_received(std::span<const ReceivedDatagram> datagrams) noexcept {
+  uint64_t bytes = 0;
+  uint64_t cut = 0;
+  for (const ReceivedDatagram& datagram : datagrams) {
+    bytes += datagram.data.size();
+    cut += datagram.truncated ? 1 : 0;
+  }
+  metrics_->received(metrics_shard_, datagrams.size(), bytes, cut);
+}
+
+void UdpSocket::count_receive_error(std::error_code error) noexcept {
+  if (error != std::errc::operation_canceled) metrics_->receive_failed(metrics_shard_);
+}
+
+void UdpSocket::count_sent(const Result<size_t>& sent) noexcept {
+  if (sent) {
+    metrics_->sent(metrics_shard_, 1, *sent);
+  } else {
+    metrics_->send_failed(metrics_shard_, 1);
+  }
 }
 
 Task<> UdpSocket::close() {

@@ -1,7 +1,8 @@
 // bin/proactor_test --set server.protocol=udp_echo as a process, on both backends: every
 // datagram comes back to its sender unchanged (0 to 65,507 bytes; IPv6 too), a flood loses
 // only whole datagrams and never stops the server, two workers share the port, the socket
-// buffer is what was asked for or a WARN says what the kernel gave, and SIGTERM exits 0.
+// buffer is what was asked for or a WARN says what the kernel gave, SIGTERM exits 0, and with
+// server.udp_metrics_port GET /metrics counts the traffic exactly (promtool reads it too).
 
 #include <csignal>
 #include <cstdio>
@@ -17,7 +18,10 @@
 #include <sys/time.h>
 
 #include "BackendProbe.h"
+#include "ExternalProcess.h"
+#include "HttpClient.h"
 #include "LoopbackClient.h"
+#include "Promtool.h"
 #include "ServerProcess.h"
 
 namespace ucp::test {
@@ -204,6 +208,64 @@ TEST_P(UdpEchoProcess, ReceiveBufferIsAsAskedOrOneWarningSaysWhatTheKernelGave) 
                                 std::to_string(kAsked) + " bytes, the kernel gave");
   EXPECT_EQ(exact + warned, 1u) << server.output_tail();
   EXPECT_EQ(server.stop(SIGTERM).describe(), "exit 0") << server.output_tail();
+}
+
+// server.udp_metrics_port: every echo is counted both ways, bytes exactly, and the scrape is
+// valid Prometheus text.
+TEST_P(UdpEchoProcess, MetricsPortCountsEveryDatagramEachWay) {
+  const uint16_t metrics_port = free_loopback_port();
+  ServerProcess server(overrides({"server.udp_metrics_port=" + std::to_string(metrics_port)}));
+  UCP_START_SERVER(server);
+  EXPECT_EQ(server.count_output_lines("/metrics on 127.0.0.1:" + std::to_string(metrics_port)), 1u)
+      << server.output_tail();
+  UdpClient client(AF_INET, server.port());
+  size_t bytes = 0;
+  for (size_t size : {size_t{0}, size_t{1}, size_t{1472}, size_t{9000}, kMaxIpv4Payload}) {
+    ASSERT_EQ(client.round_trip(datagram_of(size)), "") << server.output_tail();
+    bytes += size;
+  }
+  auto reply = http_exchange(
+      metrics_port, "GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 10000);
+  ASSERT_TRUE(reply) << reply.error().message();
+  ASSERT_EQ(reply->status, 200);
+  const std::string& text = reply->body;
+  EXPECT_NE(text.find("\nucp_udp_datagrams_received_total 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nucp_udp_datagrams_sent_total 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nucp_udp_bytes_received_total " + std::to_string(bytes) + "\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("\nucp_udp_bytes_sent_total " + std::to_string(bytes) + "\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("\nucp_udp_send_errors_total 0\n"), std::string::npos);
+  EXPECT_NE(text.find("\nprocess_open_fds "), std::string::npos);
+  if (promtool_installed()) {
+    const auto [code, said] = promtool(text);
+    EXPECT_EQ(code, 0) << said << "\n--- exposition ---\n" << text;
+  }
+  EXPECT_EQ(server.stop(SIGTERM).describe(), "exit 0") << server.output_tail();
+}
+
+// A metrics port someone else listens on: the server does not start, and says which key.
+TEST_P(UdpEchoProcess, TakenMetricsPortIsAStartUpFailureNamingTheKey) {
+  UniqueFd taken(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(taken.get(), 1), 0);
+  ASSERT_EQ(::getsockname(taken.get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+  ServerProcess server(overrides({"server.udp_metrics_port=" + port}));
+  if (!server.binary_exists()) GTEST_SKIP() << "proactor_test not built";
+  ASSERT_TRUE(server.launch()) << server.error();
+  const auto status = server.wait_exit(30000);
+  ASSERT_TRUE(status) << server.output_tail();
+  EXPECT_EQ(status->describe(), "exit 1") << server.output_tail();
+  EXPECT_GE(server.count_output_lines("127.0.0.1:" + port +
+                                      " for /metrics: address already in use; stop the other "
+                                      "server or choose another server.udp_metrics_port"),
+            1u)
+      << server.output_tail();
 }
 
 }  // namespace

@@ -36,6 +36,9 @@
 // Errors are values. An unconnected socket hears nothing of ICMP errors; a connected one
 // reports e.g. connection_refused once, on a receive, and goes on receiving after it.
 //
+// Metrics (ucp/net/UdpMetrics.h): UdpOptions::metrics counts datagrams, bytes, truncations and
+// errors each way into ucp_udp_* families for a Prometheus scrape.
+//
 // Overload: datagrams the socket buffer (UdpOptions::receive_buffer_bytes, SO_RCVBUF) cannot
 // hold are dropped by the kernel, as UDP does; nothing in UCP grows without bound.
 //
@@ -65,6 +68,7 @@ namespace ucp {
 namespace io {
 class RecvMsgOp;
 }
+class UdpMetrics;
 
 struct UdpOptions {
   /// SO_RCVBUF in bytes (0: the kernel's default). The kernel caps it at net.core.rmem_max
@@ -79,6 +83,9 @@ struct UdpOptions {
   /// through the kernel's UDP/IP output path for the run, the same datagrams on the wire. A
   /// path that refuses it turns it off for the socket (the datagrams go again one by one).
   bool segment_sends = true;
+  /// Where the socket counts its traffic (ucp/net/UdpMetrics.h); null: nowhere, at the cost of
+  /// one branch per receive or send. It must outlive the socket.
+  UdpMetrics* metrics = nullptr;
 };
 
 /// One datagram for send_batch(): its bytes, and where to (null: the connected peer).
@@ -179,6 +186,10 @@ class UdpSocket {
                                                    const UdpOptions& options);
   Task<Result<size_t>> receive_one(ReceivedDatagram& out);
   Task<Result<ReceivedFrom>> receive_into(std::span<std::byte> buffer);
+  // Counting into metrics_ (only when it is set).
+  void count_received(std::span<const ReceivedDatagram> datagrams) noexcept;
+  void count_receive_error(std::error_code error) noexcept;
+  void count_sent(const Result<size_t>& sent) noexcept;
 
   EventLoop& loop_;
   UniqueFd fd_;
@@ -189,6 +200,8 @@ class UdpSocket {
   uint64_t truncated_ = 0;                    // single-recvmsg path
   uint64_t send_failures_ = 0;
   uint64_t segmented_sends_ = 0;
+  UdpMetrics* metrics_;
+  size_t metrics_shard_ = 0;  // the loop's shard of *metrics_
   bool segment_sends_;
   bool closed_ = false;
 };
