@@ -1,6 +1,7 @@
 // The server examples run on the application runtime: each takes the generated config file
 // (loopback, port 0), says where it listens, serves, and stops cleanly on SIGTERM (exit 0).
 // example_udp_echo is a LoopService: one loop, one coroutine, the runtime's signals.
+// example_https_hello serves HTTPS with a CA-signed certificate to curl --cacert.
 
 #include <csignal>
 #include <cstring>
@@ -12,9 +13,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "Command.h"
 #include "HttpClient.h"
 #include "LoopbackClient.h"
 #include "ServerProcess.h"
+#include "TestCertificates.h"
 
 namespace ucp::test {
 namespace {
@@ -46,6 +49,31 @@ TEST(ExampleServers, HttpHelloTakesItsOwnKey) {
   EXPECT_EQ(reply->body, "Bonjour, world!\n");
   EXPECT_EQ(reply->header("x-served-by"), "ucp");
   EXPECT_TRUE(server.stop(SIGINT).clean()) << server.output_tail();
+}
+
+TEST(ExampleServers, HttpsHelloServesCurlOverTls) {
+  if (!have_program("curl")) GTEST_SKIP() << "curl not installed (make test installs it)";
+  const TestPki& pki = TestPki::get();  // a leaf for localhost and 127.0.0.1, signed by a CA
+  ServerProcess server(example("https_hello", {"tls.certificate=" + pki.ecdsa.certificate,
+                                               "tls.private_key=" + pki.ecdsa.private_key}));
+  UCP_START_SERVER(server);
+  const std::string port = std::to_string(server.port());
+  auto fetched = run_command(
+      {"curl", "-sS", "--max-time", "10", "--cacert", pki.ca_file, "--resolve",
+       "localhost:" + port + ":127.0.0.1", "https://localhost:" + port + "/hello/world"},
+      20000);
+  ASSERT_EQ(fetched.exit_code, 0) << fetched.output;
+  // The handler's line from Request::tls(): version, cipher (the client's choice), ALPN.
+  EXPECT_EQ(fetched.output.rfind("Hello, world!\nTLSv1.3 TLS_", 0), 0u) << fetched.output;
+  EXPECT_TRUE(fetched.output.ends_with(" ALPN http/1.1\n")) << fetched.output;
+
+  // A client that does not trust the CA is refused by its own verification.
+  auto untrusted = run_command(
+      {"curl", "-sS", "--max-time", "10", "--resolve", "localhost:" + port + ":127.0.0.1",
+       "https://localhost:" + port + "/hello/world"},
+      20000);
+  EXPECT_EQ(untrusted.exit_code, 60) << untrusted.output;  // CURLE_PEER_FAILED_VERIFICATION
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
 TEST(ExampleServers, UdpEchoRunsAsALoopService) {
