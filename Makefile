@@ -6,7 +6,7 @@ CONFIG ?= config/ucp.conf
 FUZZ_SECONDS ?= 600
 WERROR ?= ON
 
-.PHONY: all deps test-deps configure build run run-http test test-release test-asan test-tsan fuzz-build test-fuzz fuzz bench memcheck soak format format-check clean
+.PHONY: all deps test-deps configure build run run-http run-https test test-release test-asan test-tsan fuzz-build test-fuzz fuzz bench memcheck soak format format-check clean
 
 all: build
 
@@ -38,6 +38,21 @@ run-http: configure
 	@mkdir -p www
 	@[ -e www/index.html ] || printf '<!doctype html>\n<title>UCP</title>\n<h1>It works</h1>\n<p>Served by bin/http_server from www/.</p>\n' >www/index.html
 	bin/http_server $(CONFIG)
+
+# bin/http_server over HTTPS on port 8443 (and WSS on /ws/echo), with a self-signed ECDSA P-256
+# certificate for localhost made once under build/https/:
+#   curl --cacert build/https/cert.pem https://localhost:8443/
+HTTPS_DIR := build/https
+run-https: configure
+	@cmake --build build/release -j $(JOBS) --target http_server
+	@mkdir -p www $(HTTPS_DIR)
+	@[ -e www/index.html ] || printf '<!doctype html>\n<title>UCP</title>\n<h1>It works</h1>\n<p>Served by bin/http_server from www/.</p>\n' >www/index.html
+	@[ -e $(HTTPS_DIR)/cert.pem ] && [ -e $(HTTPS_DIR)/key.pem ] || \
+	  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
+	    -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+	    -keyout $(HTTPS_DIR)/key.pem -out $(HTTPS_DIR)/cert.pem
+	bin/http_server $(CONFIG) --set server.port=8443 --set tls.enable=true \
+	  --set tls.certificate=$(HTTPS_DIR)/cert.pem --set tls.private_key=$(HTTPS_DIR)/key.pem
 
 # Unit + integration tests on the release build, the whole suite again under
 # AddressSanitizer + UBSan (LeakSanitizer on), then the cross-thread tests under TSan.

@@ -1,8 +1,9 @@
 // [tls] in the binaries, end to end with real clients: bin/http_server over HTTPS (curl
 // --cacert: files, POST /echo, a body larger than the send-file threshold, ALPN) and a plain
 // HTTP client on the HTTPS port (400); bin/proactor_test's echo, http and websocket over TLS
-// (Python's ssl module, curl); exit 2 naming the key and the file for a missing file or a
-// key that does not match. Certificates are made with `openssl req`, as a user would.
+// (Python's ssl module, curl); UCP's own WebSocket client on wss:// against bin/http_server;
+// exit 2 naming the key and the file for a missing file or a key that does not match.
+// Certificates are made with `openssl req`, as a user would.
 
 #include <filesystem>
 #include <fstream>
@@ -11,7 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include "ucp/tls/TlsContext.h"
+#include "ucp/ws/WebSocket.h"
+
 #include "Command.h"
+#include "LoopRunner.h"
 #include "LoopbackClient.h"
 #include "ServerProcess.h"
 
@@ -189,6 +194,37 @@ TEST(TlsBinaries, ProactorTestSpeaksEchoHttpAndWebSocketOverTls) {
     }
     EXPECT_TRUE(server.stop(SIGTERM).clean()) << protocol << ": " << server.output_tail();
   }
+}
+
+TEST(TlsBinaries, OurWebSocketClientSpeaksWssToHttpServer) {
+  UCP_NEED("openssl");
+  SelfSigned files;
+  ASSERT_TRUE(files.made());
+  ServerProcess server(http_server(files));
+  ASSERT_TRUE(server.start()) << server.error();
+  tls::TlsClientOptions trust;
+  trust.ca_file = files.certificate();  // self-signed: its own trust anchor
+  auto context = tls::TlsContext::client(trust);
+  ASSERT_TRUE(context) << context.error().message;
+  ClientOptions tcp;
+  tcp.tls = *context;
+  tcp.family = AF_INET;  // the server listens on 127.0.0.1; "localhost" is the name verified
+  auto loop = make_loop(64);
+  ASSERT_TRUE(loop);
+  std::string echoed;
+  run_to_end(
+      *loop, [](EventLoop& l, std::string url, ClientOptions options, std::string& out) -> Task<> {
+        auto ws = co_await ws::WebSocket::connect(l, std::move(url), {}, options);
+        EXPECT_TRUE(ws) << ws.error().message();
+        if (!ws) co_return;
+        EXPECT_TRUE(co_await (*ws)->send_text("hello over wss"));
+        auto message = co_await (*ws)->receive();
+        EXPECT_TRUE(message) << message.error().message();
+        if (message) out = std::string(message->text());
+        EXPECT_TRUE(co_await (*ws)->close(1000, "done"));
+      }(*loop, "wss://localhost:" + std::to_string(server.port()) + "/ws/echo", tcp, echoed));
+  EXPECT_EQ(echoed, "hello over wss");
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
 TEST(TlsBinaries, AMissingFileOrAMismatchedKeyIsExitTwoNamingKeyAndFile) {
