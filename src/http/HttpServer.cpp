@@ -62,6 +62,7 @@ HttpServer::HttpServer(const ServerOptions& server_options, const LoopOptions& l
                        const HttpOptions& http_options)
     : core_(std::make_unique<detail::ServerCore>(http_options, worker_count(server_options))) {
   detail::ServerCore* core = core_.get();
+  core->tls = server_options.tls != nullptr;
   tcp_ = std::make_unique<TcpServer>(
       tcp_options(server_options), loop_options,
       [core](TcpConnection& connection) { return core->serve(connection); });

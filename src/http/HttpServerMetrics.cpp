@@ -8,6 +8,8 @@
 #include "ucp/metrics/Exposition.h"
 #include "ucp/metrics/LatencyHistogram.h"
 #include "ucp/metrics/ProcessMetrics.h"
+#include "ucp/tls/TlsCounters.h"
+#include "ucp/tls/TlsError.h"
 
 #include "ServerCore.h"
 
@@ -82,15 +84,21 @@ constexpr LoopFamily kLoopFamilies[] = {
      &LoopStats::busy_poll_hits},
 };
 
+/// The worker loops in TcpServer's order, each under the number the HTTP families use: its
+/// counter slot (claimed here if the loop has not served yet, as it would claim it itself).
+std::vector<std::pair<std::string, EventLoop*>> numbered_workers(detail::ServerCore& core,
+                                                                 TcpServer& tcp) {
+  std::vector<std::pair<std::string, EventLoop*>> loops;
+  for (EventLoop* loop : tcp.worker_loops()) {
+    loops.emplace_back(std::to_string(core.slot_for(*loop) - core.slots.get()), loop);
+  }
+  return loops;
+}
+
 /// Each loop's backend counters: the workers under their HTTP worker number, the main loop
 /// as worker="main".
 void write_loop_counters(detail::ServerCore& core, TcpServer& tcp, Exposition& out) {
-  std::vector<std::pair<std::string, EventLoop*>> loops;
-  for (EventLoop* loop : tcp.worker_loops()) {
-    // The number the HTTP families use: the loop's counter slot (claimed here if the loop has
-    // not served yet, as it would claim it itself).
-    loops.emplace_back(std::to_string(core.slot_for(*loop) - core.slots.get()), loop);
-  }
+  std::vector<std::pair<std::string, EventLoop*>> loops = numbered_workers(core, tcp);
   if (loops.empty()) return;  // not started
   loops.emplace_back("main", &tcp.main_loop());
   std::vector<LoopStats> stats;
@@ -108,6 +116,39 @@ void write_loop_counters(detail::ServerCore& core, TcpServer& tcp, Exposition& o
   }
 }
 
+/// With TLS: each worker's handshake counters (TcpServer::tls_counters(), in the order of
+/// worker_loops()), the failures also by reason.
+void write_tls_counters(detail::ServerCore& core, TcpServer& tcp, Exposition& out) {
+  const std::vector<std::pair<std::string, EventLoop*>> workers = numbered_workers(core, tcp);
+  const std::vector<tls::TlsCounters> counters = tcp.tls_counters();
+  if (workers.empty() || counters.size() != workers.size()) return;  // not started
+  out.family("ucp_tls_handshakes_total", MetricType::kCounter,
+             "TLS handshakes, by result (failed: refused, broken, timed out, not TLS).");
+  for (size_t w = 0; w < workers.size(); ++w) {
+    out.sample("ucp_tls_handshakes_total", {{"worker", workers[w].first}, {"result", "ok"}},
+               counters[w].handshakes_ok);
+    out.sample("ucp_tls_handshakes_total", {{"worker", workers[w].first}, {"result", "failed"}},
+               counters[w].handshakes_failed_total());
+  }
+  out.family("ucp_tls_resumed_total", MetricType::kCounter,
+             "TLS handshakes that resumed a session (a ticket): counted in result=\"ok\" too.");
+  for (size_t w = 0; w < workers.size(); ++w) {
+    out.sample("ucp_tls_resumed_total", {{"worker", workers[w].first}}, counters[w].resumed);
+  }
+  out.family("ucp_tls_handshake_failures_total", MetricType::kCounter,
+             "Failed TLS handshakes, by reason (\"other\": errors outside the TLS layer).");
+  for (size_t w = 0; w < workers.size(); ++w) {
+    for (size_t reason = 0; reason < tls::kErrcCount; ++reason) {
+      const uint64_t n = counters[w].handshakes_failed[reason];
+      if (n == 0) continue;  // the reasons seen only: most never happen to a worker
+      out.sample("ucp_tls_handshake_failures_total",
+                 {{"worker", workers[w].first},
+                  {"reason", std::string(tls::to_string(static_cast<tls::Errc>(reason)))}},
+                 n);
+    }
+  }
+}
+
 }  // namespace
 
 metrics::Registry& HttpServer::enable_metrics() { return enable_metrics(HttpMetricsOptions{}); }
@@ -120,6 +161,7 @@ metrics::Registry& HttpServer::enable_metrics(const HttpMetricsOptions& options)
     write_server_counters(stats(), out);
     if (core_->request_metrics != nullptr) core_->request_metrics->write(out);
     write_loop_counters(*core_, *tcp_, out);
+    if (core_->tls) write_tls_counters(*core_, *tcp_, out);
   });
   if (options.process) {
     registry.add_collector(metrics::write_process_metrics);

@@ -88,6 +88,8 @@ struct ServerCore {
   size_t slot_count;
   // HttpServer::drain: answers end their connection. Read once per request (a plain load).
   std::atomic<bool> draining{false};
+  // ServerOptions::tls was set: /metrics adds the handshake counters.
+  bool tls = false;
   // HttpServer::enable_metrics. `request_metrics` is set by start() before any worker runs and
   // read once per request: null, one branch and no clock read.
   std::unique_ptr<ServerMetrics> metrics;

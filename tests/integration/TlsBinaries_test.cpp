@@ -111,6 +111,14 @@ TEST(TlsBinaries, HttpServerServesHttpsToCurl) {
   EXPECT_NE(verbose.output.find("ALPN: server accepted http/1.1"), std::string::npos)
       << verbose.output;
   EXPECT_NE(verbose.output.find("TLSv1.3"), std::string::npos) << verbose.output;
+
+  // The handshakes so far on /metrics (round-robin: worker 0 took the first connection).
+  auto scrape = curl(files, {"--resolve", resolve, https_url(server, "/metrics")});
+  const std::string ok = "\nucp_tls_handshakes_total{worker=\"0\",result=\"ok\"} ";
+  const size_t at = scrape.output.find(ok);
+  ASSERT_NE(at, std::string::npos) << scrape.output;
+  EXPECT_GE(std::stoull(scrape.output.substr(at + ok.size())), 1u) << scrape.output;
+  EXPECT_NE(scrape.output.find("\nucp_tls_resumed_total{worker=\"0\"} "), std::string::npos);
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 

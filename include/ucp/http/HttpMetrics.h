@@ -21,6 +21,9 @@
 //                                                 deferred and rejected submissions, busy
 //                                                 retries, busy polls and their hits), and
 //                                                 ucp_loop_info{backend=...}
+//   ucp_tls_handshakes_total{result="ok"|"failed"}, ucp_tls_resumed_total,
+//   ucp_tls_handshake_failures_total{reason}     with ServerOptions::tls only: each worker's
+//                                                 TcpServer::tls_counters()
 //   process_*, ucp_build_info                     ProcessMetrics.h
 //
 // Recording costs a clock read at each end of a request and a histogram observation into the

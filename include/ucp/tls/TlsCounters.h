@@ -1,12 +1,15 @@
 #pragma once
 // TlsCounters: what a worker counts about its handshakes, as plain numbers (no atomics: each
-// worker keeps its own and the metrics page adds them up, operator+=).
+// worker keeps its own; TcpServer writes and reads a worker's figures with relaxed atomic_ref
+// loads and stores, and operator+= adds workers up).
 //
 //   if (auto step = session.handshake(data); step && step->established) counters.record(session);
 //   else if (!step) counters.record_failure(step.error());
 //
-// Rendered as ucp_tls_handshakes_total{result="ok"|"failed"} and ucp_tls_resumed_total, with
-// the failures by reason, the versions and the ALPN protocols beside them.
+// An HttpServer with TLS renders them on /metrics, per worker, as
+// ucp_tls_handshakes_total{result="ok"|"failed"}, ucp_tls_resumed_total and
+// ucp_tls_handshake_failures_total{reason=...} (docs/metrics.md); the versions and ALPN
+// counts are read through TcpServer::tls_counters() only.
 
 #include <array>
 #include <cstdint>
