@@ -1,3 +1,9 @@
+// One file for one state machine (~700 lines): the feeding and buffering half and the
+// llhttp callbacks below read and write the same per-request state (the views into the
+// input, the tail buffer, the framing checks), and every smuggling defence is a check across
+// both halves; split, each half would need the other's private state. Chunk lines are
+// their own grammar and live in ChunkLine.cpp.
+
 #include "RequestParser.h"
 
 #include <algorithm>
