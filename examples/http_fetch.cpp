@@ -1,14 +1,16 @@
 // An HTTP client: GET a URL and stream the body to stdout as it arrives (never whole in
 // memory), then GET it again on the same keep-alive connection. Errors are values: a refused
 // connect, a timeout, a malformed answer each print one line.
-// Usage: bin/example_http_fetch [URL] [--follow]
-//   (default http://127.0.0.1:8888/: bin/http_server; --follow follows up to 5 redirects)
+// Usage: bin/example_http_fetch [URL] [--follow] [--cacert FILE]
+//   (default http://127.0.0.1:8888/: bin/http_server; --follow follows up to 5 redirects;
+//   https:// URLs are verified against the system's CAs, or only FILE's with --cacert)
 
 #include <cstdio>
 #include <string>
 #include <string_view>
 
 #include "ucp/http/Client.h"
+#include "ucp/tls/TlsContext.h"
 
 namespace {
 
@@ -41,6 +43,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--follow") {
       options.max_redirects = 5;
+    } else if (std::string_view(argv[i]) == "--cacert" && i + 1 < argc) {
+      ucp::tls::TlsClientOptions tls_options;
+      tls_options.ca_file = argv[++i];
+      auto tls = ucp::http::Client::tls_context(tls_options);
+      if (!tls) {
+        std::fprintf(stderr, "%s\n", tls.error().message.c_str());
+        return 2;
+      }
+      options.tls = *tls;
     } else {
       url = argv[i];
     }

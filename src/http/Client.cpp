@@ -3,6 +3,8 @@
 #include <charconv>
 
 #include "ucp/net/TcpClient.h"
+#include "ucp/tls/TlsContext.h"
+#include "ucp/tls/TlsError.h"
 
 namespace ucp::http {
 namespace {
@@ -53,8 +55,9 @@ bool method_sends_body(std::string_view method) noexcept {
 /// The URL a Location names, from the one it answered.
 Result<std::string> resolve_location(const ParsedUrl& base, std::string_view location) {
   if (location.find("://") != std::string_view::npos) return std::string(location);
-  if (location.substr(0, 2) == "//") return "http:" + std::string(location);
-  std::string url = "http://" + base.authority();
+  if (location.substr(0, 2) == "//")
+    return std::string(base.scheme()) + ":" + std::string(location);
+  std::string url = std::string(base.scheme()) + "://" + base.authority();
   if (!location.empty() && location.front() == '/') return url + std::string(location);
   // Relative to the base's directory (RFC 3986 §5.2.3, without dot-segment removal: the
   // server resolves those).
@@ -71,8 +74,10 @@ Result<ParsedUrl> ParsedUrl::parse(std::string_view text) {
   const size_t scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) return bad;
   const std::string_view scheme = text.substr(0, scheme_end);
-  if (iequals(scheme, "https")) return Unexpected{make_error_code(ClientErrc::kUnsupportedScheme)};
-  if (!iequals(scheme, "http")) return Unexpected{make_error_code(ClientErrc::kUnsupportedScheme)};
+  const bool https = iequals(scheme, "https");
+  if (!https && !iequals(scheme, "http")) {
+    return Unexpected{make_error_code(ClientErrc::kUnsupportedScheme)};
+  }
   std::string_view rest = text.substr(scheme_end + 3);
   rest = rest.substr(0, rest.find('#'));  // a fragment is the client's, never sent
   if (has_unsafe_byte(rest)) return bad;
@@ -83,6 +88,8 @@ Result<ParsedUrl> ParsedUrl::parse(std::string_view text) {
   if (authority.find('@') != std::string_view::npos) return bad;  // no credentials in URLs
 
   ParsedUrl url;
+  url.https = https;
+  url.port = url.default_port();
   std::string_view host;
   std::string_view port;
   if (!authority.empty() && authority.front() == '[') {
@@ -126,13 +133,13 @@ Result<ParsedUrl> ParsedUrl::parse(std::string_view text) {
 
 std::string ParsedUrl::authority() const {
   std::string text = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  if (port != 80) text += ":" + std::to_string(port);
+  if (port != default_port()) text += ":" + std::to_string(port);
   return text;
 }
 
 std::string ParsedUrl::origin() const {
   const std::string name = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  return "http://" + name + ":" + std::to_string(port);
+  return std::string(scheme()) + "://" + name + ":" + std::to_string(port);
 }
 
 // ---- ClientResponse ----
@@ -217,7 +224,13 @@ Task<Result<std::string>> ClientResponse::read_all(uint64_t max_bytes) {
 // ---- Client ----
 
 Client::Client(EventLoop& loop, ClientOptions options)
-    : loop_(loop), options_(std::move(options)), pool_(loop, options_.pool) {}
+    : loop_(loop), options_(std::move(options)), pool_(loop, options_.pool), tls_(options_.tls) {}
+
+Result<std::shared_ptr<const tls::TlsContext>, Error> Client::tls_context(
+    tls::TlsClientOptions options) {
+  if (options.alpn.empty()) options.alpn = {"http/1.1"};
+  return tls::TlsContext::client(options);
+}
 
 Client::~Client() = default;
 
@@ -232,6 +245,18 @@ Task<Result<std::unique_ptr<ClientSession>>> Client::connect(const ParsedUrl& ur
   connect_options.connect_timeout_ms = options_.connect_timeout_ms;
   connect_options.output.write_timeout_ms = options_.timeout_ms;  // a server that stops reading
   connect_options.resolver = options_.resolver;
+  if (url.https) {
+    if (!tls_) {
+      // The system's CAs, loaded once per client and only by one that speaks https://.
+      auto made = tls_context({});
+      if (!made) {
+        const std::error_code code = made.error().code;
+        co_return Unexpected{code ? code : tls::make_error_code(tls::Errc::kInternal)};
+      }
+      tls_ = std::move(*made);
+    }
+    connect_options.tls = tls_;
+  }
   auto connection = co_await TcpClient::connect(loop_, url.host, url.port, connect_options);
   if (!connection) co_return Unexpected{connection.error()};
   ++connections_made_;
@@ -315,7 +340,8 @@ Task<Result<ClientResponse>> Client::exchange(const ParsedUrl& url, ClientReques
       }
     }
     if (!failure) {
-      ClientResponse result(*this, std::move(session), key, "http://" + authority + url.target);
+      ClientResponse result(*this, std::move(session), key,
+                            std::string(url.scheme()) + "://" + authority + url.target);
       result.head_ = &result.session_->response_head();
       co_return std::move(result);
     }

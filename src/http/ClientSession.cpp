@@ -23,9 +23,9 @@ class ClientCategory : public std::error_category {
       case ClientErrc::kBodyTooLarge:
         return "response body too large";
       case ClientErrc::kBadUrl:
-        return "not a URL of the form http://host[:port][/path][?query]";
+        return "not a URL of the form http[s]://host[:port][/path][?query]";
       case ClientErrc::kUnsupportedScheme:
-        return "unsupported URL scheme (only http://)";
+        return "unsupported URL scheme (only http:// and https://)";
       case ClientErrc::kTooManyRedirects:
         return "too many redirects";
       case ClientErrc::kBadHeader:

@@ -396,7 +396,7 @@ TEST(ParsedUrl, TakesHttpUrlsApartAndRefusesTheRest) {
   auto query = ParsedUrl::parse("http://h?q");
   ASSERT_TRUE(query);
   EXPECT_EQ(query->target, "/?q");
-  EXPECT_EQ(ParsedUrl::parse("https://h/").error(), ClientErrc::kUnsupportedScheme);
+  EXPECT_EQ(ParsedUrl::parse("ftp://h/").error(), ClientErrc::kUnsupportedScheme);
   for (const char* bad : {"h/", "http://", "http://u:p@h/", "http://h:0/", "http://h:99999/",
                           "http://h:/", "http://h/a b", "http://[zz]/", "http://h\r\nX: y/"}) {
     auto parsed = ParsedUrl::parse(bad);

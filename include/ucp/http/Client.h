@@ -28,11 +28,25 @@
 // body held in `body`).
 //
 // Redirects are not followed unless max_redirects > 0: then 301, 302, 303, 307 and 308 with a
-// Location are followed within http://, 303 (and 301/302 after a POST) as a GET without body,
-// 307/308 with the same method and body (not a streamed one: that 3xx is returned as it is),
+// Location are followed (http:// and https://), 303 (and 301/302 after a POST) as a GET without
+// body, 307/308 with the same method and body (not a streamed one: that 3xx is returned as it is),
 // and Authorization and Cookie are dropped when the origin changes.
 //
-// https:// is refused with ClientErrc::kUnsupportedScheme until the TLS layer has a client.
+// https:// URLs connect with TLS (ucp/net/TcpClient.h): SNI with the URL's host (not for an
+// IP literal), the server's certificate verified against the URL's host, ALPN "http/1.1",
+// and a reconnect resumes the context's earlier session with that host. The context is
+// options.tls, or one of the system's CAs made at the first https:// request. A refused
+// certificate is an error of the tls category (ucp/tls/TlsError.h):
+//
+//   ucp::tls::TlsClientOptions tls_options;
+//   tls_options.ca_file = "/etc/ucp/internal-ca.pem";      // empty: the system's CAs
+//   auto tls = ucp::http::Client::tls_context(tls_options);  // check it: a Result
+//   ucp::http::ClientOptions options;
+//   options.tls = *tls;
+//   ucp::http::Client client(loop, options);
+//   auto response = co_await client.get("https://api.internal/v1/state");
+//   if (!response && response.error() == ucp::tls::Errc::kCertificateVerifyFailed) ...
+//
 //
 // Thread contract: the loop's thread only; the Client must outlive its responses.
 
@@ -50,10 +64,14 @@
 #include "ucp/http/ClientSession.h"
 #include "ucp/http/ConnectionPool.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/tls/TlsOptions.h"
 
 namespace ucp {
 class Resolver;
+namespace tls {
+class TlsContext;
 }
+}  // namespace ucp
 
 namespace ucp::http {
 
@@ -66,19 +84,28 @@ struct ClientOptions {
   SessionLimits limits;
   std::string user_agent = "ucp";  // empty: no User-Agent header
   Resolver* resolver = nullptr;    // host names; null: Resolver::shared()
+  /// https:// connections: a client context (Client::tls_context, or tls::TlsContext::client
+  /// for full control) with its CAs, client certificate, verification and session cache.
+  /// Null: one trusting the system's CAs, with verification on, made at the first https://
+  /// request and kept by the client.
+  std::shared_ptr<const tls::TlsContext> tls;
 };
 
-/// "http://host[:port][/path][?query]" taken apart. IPv6 hosts are written in brackets.
+/// "http[s]://host[:port][/path][?query]" taken apart. IPv6 hosts are written in brackets.
 struct ParsedUrl {
   std::string host;  // without brackets, lowercase
   uint16_t port = 80;
   std::string target = "/";  // path and query, as written
+  bool https = false;
 
-  /// False (and nothing set) for anything else; kUnsupportedScheme for https.
+  /// kBadUrl (and nothing set) for a malformed URL; kUnsupportedScheme for another scheme.
   static Result<ParsedUrl> parse(std::string_view text);
-  /// "host:port" for the Host header ("[::1]:8080"; the port omitted when 80).
+  std::string_view scheme() const noexcept { return https ? "https" : "http"; }
+  uint16_t default_port() const noexcept { return https ? 443 : 80; }
+  /// "host:port" for the Host header ("[::1]:8080"; the port omitted when the scheme's own).
   std::string authority() const;
-  /// The connection pool's key: "http://host:port".
+  /// The connection pool's key: "http://host:port" or "https://host:port", so that the two
+  /// schemes never share a connection.
   std::string origin() const;
 };
 
@@ -157,6 +184,11 @@ class Client {
   /// Connections made so far (each reuse from the pool is not one).
   uint64_t connections_made() const noexcept { return connections_made_; }
 
+  /// A client TLS context for https:// (ClientOptions::tls): tls::TlsContext::client with
+  /// ALPN "http/1.1" when `options` offers none. A failure names the file at fault.
+  static Result<std::shared_ptr<const tls::TlsContext>, Error> tls_context(
+      tls::TlsClientOptions options);
+
  private:
   friend class ClientResponse;
   /// One request to one URL, without redirects.
@@ -168,6 +200,7 @@ class Client {
   ClientOptions options_;
   ConnectionPool pool_;
   uint64_t connections_made_ = 0;
+  std::shared_ptr<const tls::TlsContext> tls_;  // options_.tls, or the default once made
 };
 
 }  // namespace ucp::http

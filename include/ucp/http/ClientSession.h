@@ -56,8 +56,8 @@ enum class ClientErrc : int {
   kMalformedResponse,  // not a valid HTTP/1.1 response (see above)
   kResponseTooLarge,   // a response head above SessionLimits::max_head_bytes
   kBodyTooLarge,       // a body above what the caller accepts (Client::read_all)
-  kBadUrl,             // not "http://host[:port][/path][?query]"
-  kUnsupportedScheme,  // "https://" (no TLS client yet) or another scheme
+  kBadUrl,             // not "http[s]://host[:port][/path][?query]"
+  kUnsupportedScheme,  // neither http:// nor https://
   kTooManyRedirects,   // more than ClientOptions::max_redirects in a row
   kBadHeader,          // a header name that is not a token, or a value with CR, LF or NUL
   kBodyLength,         // a request body that does not match its Content-Length
