@@ -34,7 +34,8 @@
 # proactor_test with those --set overrides, e.g.
 #   BENCH_SERVERS="ucp ucp+event_loop.sqpoll=true epoll_echo" BENCH_TAG=sqpoll ./benchmark.sh
 # Another build of UCP in the same run (a before/after comparison): ucp@DIR is DIR/proactor_test
-# (DIR: that build's bin directory), and takes +SECTION.KEY=VALUE overrides the same way, e.g.
+# (DIR: that build's bin directory; DIR/../config/ucp.conf is its config when present), and
+# takes +SECTION.KEY=VALUE overrides the same way, e.g.
 #   BENCH_SERVERS="ucp@/work/before/bin ucp epoll_echo" BENCH_TAG=before-after ./benchmark.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -158,7 +159,10 @@ start_server() {
       IFS=+ read -ra at_parts <<<"${at_spec#*+}"
       [ "$at_spec" = "${at_spec%%+*}" ] && at_parts=()
       for at_part in "${at_parts[@]}"; do [ -n "$at_part" ] && at_overrides+=(--set "$at_part"); done
-      cmd=("${at_spec%%+*}/proactor_test" --set "server.port=$PORT" "${UCP_FLAGS[@]/PROTOCOL/$protocol}" "${at_overrides[@]}") ;;
+      # That build's own config file when it has one (its keys are what its binary knows).
+      local -a at_config=()
+      [ -f "${at_spec%%+*}/../config/ucp.conf" ] && at_config=("${at_spec%%+*}/../config/ucp.conf")
+      cmd=("${at_spec%%+*}/proactor_test" "${at_config[@]}" --set "server.port=$PORT" "${UCP_FLAGS[@]/PROTOCOL/$protocol}" "${at_overrides[@]}") ;;
     nginx)
       local prefix=$RAW/nginx
       mkdir -p "$prefix"

@@ -22,7 +22,8 @@
 #
 # SERVERS names what runs: ucp (bin/http_server as built), nginx, any NAME=ENV=VALUE, which
 # runs bin/http_server with that environment variable (for A/B runs of one binary), and any
-# NAME@DIR, which runs DIR/http_server (for A/B runs of two builds, e.g. "old@/tmp/old ucp"),
+# NAME@DIR, which runs DIR/http_server with DIR/../config/ucp.conf when present (for A/B runs
+# of two builds, e.g. "old@/tmp/old ucp"),
 # and nginx-cache (nginx with open_file_cache on).
 # Environment: ROUNDS [3], DURATION [5] s, SERVERS ["ucp nginx"], SERVER_CPUS [0], CLIENT_CPUS
 # [1; "any": wrk not pinned], WRK_THREADS [1], NGINX_NOPUSH [off], NICE [-10 as root, else 0],
@@ -106,14 +107,16 @@ start_server() {
       (pinned "$SERVER_CPUS" "$NGINX" -p "$prefix" -c "$prefix/nginx.conf") >"$WORK/$name.log" 2>&1 &
       ;;
     *)
-      local env_setting=() binary=$ROOT/$BIN/http_server
+      local env_setting=() binary=$ROOT/$BIN/http_server config=$ROOT/config/ucp.conf
       case $name in
-        *@*) binary=${name#*@}/http_server ;;
+        # Another build: its own config file when it has one (its keys are what it knows).
+        *@*) binary=${name#*@}/http_server
+             [ -f "${name#*@}/../config/ucp.conf" ] && config=${name#*@}/../config/ucp.conf ;;
         *=*) env_setting=("${name#*=}") ;;
       esac
       [ -x "$binary" ] || die "$binary not found"
       (cd "$WORK" && pinned "$SERVER_CPUS" env "${env_setting[@]}" "$binary" \
-        "$ROOT/config/ucp.conf" --set server.ip=127.0.0.1 --set server.port="$PORT" \
+        "$config" --set server.ip=127.0.0.1 --set server.port="$PORT" \
         --set http.root="$WORK/www" --set log.file= --set log.console=true \
         --set log.level=WARN --set server.thread_num=1) >"$WORK/${name%%[=@]*}.log" 2>&1 &
       ;;
