@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per request of the HTTP path, for before/after comparisons of a change on a
+# Instructions per request of the HTTP and echo paths, for before/after comparisons of a change on a
 # shared or noisy machine (CPU time is noise there; instruction counts are not): the server runs
 # under valgrind's callgrind on the epoll backend with one worker, wrk drives it for DURATION
 # seconds after a warm-up, and the counters cover exactly that window (callgrind_control -z,
@@ -9,7 +9,9 @@
 #
 # Usage: scripts/bench-instructions.sh [BIN_DIR...]    (default: bin)
 #   KINDS="plaintext file"   plaintext: bin/proactor_test server.protocol = http;
-#                            file: bin/http_server, one 1 KiB file (its cache hits)
+#                            file: bin/http_server, one 1 KiB file (its cache hits);
+#                            echo: bin/proactor_test echoing 256 B messages, driven by
+#                            bin/bench_client (pingpong) instead of wrk
 #   DURATION=5 CONNS=10 ROUNDS=2
 # Example, a change against main built elsewhere:
 #   scripts/bench-instructions.sh /path/to/main/bin bin
@@ -76,6 +78,9 @@ measure() {  # DIR KIND ROUND
   if [ "$kind" = plaintext ]; then
     prog=("$dir/proactor_test" "$work/empty.conf" "${common[@]}" --set server.protocol=http)
     url=http://127.0.0.1:$port/
+  elif [ "$kind" = echo ]; then
+    prog=("$dir/proactor_test" "$work/empty.conf" "${common[@]}")
+    url=
   else
     prog=("$dir/http_server" "$work/empty.conf" "${common[@]}" --set http.root="$work/www")
     url=http://127.0.0.1:$port/small.txt
@@ -84,16 +89,26 @@ measure() {  # DIR KIND ROUND
   LD_PRELOAD=$PWD/$shim valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
     "${prog[@]}" >"$work/server.log" 2>&1 &
   server_pid=$!
-  for _ in $(seq 300); do curl -fs -o /dev/null "$url" && break; sleep 0.1; done
-  if ! curl -fs -o /dev/null "$url"; then
-    echo "bench-instructions: $kind server of $dir does not answer 200 (see $work/server.log)" >&2
-    exit 1
+  if [ "$kind" = echo ]; then
+    local echo_client=("$dir/bench_client" -h 127.0.0.1 -p "$port" -c "$CONNS" -s 256 --epoll)
+    for _ in $(seq 300); do "${echo_client[@]}" -d 1 >/dev/null 2>&1 && break; sleep 0.1; done
+    "${echo_client[@]}" -d 2 >/dev/null
+    callgrind_control -z "$server_pid" >/dev/null
+    out=$("${echo_client[@]}" -d "$DURATION" 2>/dev/null)
+    callgrind_control -d "$server_pid" >/dev/null
+    reqs=$(awk '/^requests [0-9]+ in/{print $2}' <<<"$out")
+  else
+    for _ in $(seq 300); do curl -fs -o /dev/null "$url" && break; sleep 0.1; done
+    if ! curl -fs -o /dev/null "$url"; then
+      echo "bench-instructions: $kind server of $dir does not answer 200 (see $work/server.log)" >&2
+      exit 1
+    fi
+    wrk -t1 -c"$CONNS" -d2s "$url" >/dev/null
+    callgrind_control -z "$server_pid" >/dev/null
+    out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$url")
+    callgrind_control -d "$server_pid" >/dev/null
+    reqs=$(awk '/requests in/{print $1}' <<<"$out")
   fi
-  wrk -t1 -c"$CONNS" -d2s "$url" >/dev/null
-  callgrind_control -z "$server_pid" >/dev/null
-  out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$url")
-  callgrind_control -d "$server_pid" >/dev/null
-  reqs=$(awk '/requests in/{print $1}' <<<"$out")
   sleep 0.5
   dump=$(ls -t "$work"/callgrind.out.* 2>/dev/null | head -1)
   ir=$(awk '/^summary:|^totals:/{print $2; exit}' "$dump")
