@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "ucp/io/detail/LoopSlots.h"
+
 #include "ServerCore.h"
 
 namespace ucp::http {
@@ -15,20 +17,10 @@ detail::ServerCore::ServerCore(const HttpOptions& http_options, size_t workers)
       slot_count(workers) {}
 
 detail::WorkerSlot* detail::ServerCore::slot_for(const EventLoop& loop) noexcept {
-  // Once per connection, not per request: a short scan, and a claim the first time a
-  // worker loop shows up (workers number their slots in the order they first serve).
-  for (size_t i = 0; i < slot_count; ++i) {
-    const EventLoop* owner = slots[i].loop.load(std::memory_order_acquire);
-    if (owner == &loop) return &slots[i];
-    if (owner == nullptr) {
-      const EventLoop* expected = nullptr;
-      if (slots[i].loop.compare_exchange_strong(expected, &loop, std::memory_order_acq_rel) ||
-          expected == &loop) {
-        return &slots[i];
-      }
-    }
-  }
-  return &slots[slot_count - 1];  // unreachable with one slot per worker; shared if ever
+  // Once per connection, not per request; workers number their slots in the order they first
+  // serve (one slot per worker, so the shared last slot is never reached).
+  return &slots[ucp::detail::claim_loop_slot(slot_count, loop,
+                                             [&](size_t i) -> auto& { return slots[i].loop; })];
 }
 
 namespace {

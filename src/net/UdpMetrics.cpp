@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "ucp/io/detail/LoopSlots.h"
 #include "ucp/metrics/Registry.h"
 
 namespace ucp {
@@ -50,18 +51,8 @@ Result<void, Error> UdpMetrics::add_to(metrics::Registry& registry, const metric
 }
 
 size_t UdpMetrics::shard_of(const EventLoop& loop) noexcept {
-  for (size_t i = 0; i < shards_; ++i) {
-    const EventLoop* owner = owners_[i].load(std::memory_order_acquire);
-    if (owner == &loop) return i;
-    if (owner == nullptr) {
-      const EventLoop* expected = nullptr;
-      if (owners_[i].compare_exchange_strong(expected, &loop, std::memory_order_acq_rel) ||
-          expected == &loop) {
-        return i;
-      }
-    }
-  }
-  return shards_ - 1;  // more loops than shards: they share the last one
+  // More loops than shards: they share the last one.
+  return detail::claim_loop_slot(shards_, loop, [&](size_t i) -> auto& { return owners_[i]; });
 }
 
 }  // namespace ucp

@@ -1,5 +1,6 @@
 #include "ucp/ws/Metrics.h"
 
+#include "ucp/io/detail/LoopSlots.h"
 #include "ucp/metrics/Registry.h"
 
 namespace ucp::ws {
@@ -57,22 +58,9 @@ size_t Metrics::shard(const EventLoop& loop) noexcept {
   thread_local uint64_t memo_id = 0;
   thread_local size_t memo_shard = 0;
   if (memo_id == id_) return memo_shard;
-  size_t found = shards_ - 1;  // more threads than shards: they share the last one
-  for (size_t i = 0; i < shards_; ++i) {
-    const EventLoop* owner = owners_[i].load(std::memory_order_acquire);
-    if (owner == &loop) {
-      found = i;
-      break;
-    }
-    if (owner == nullptr) {
-      const EventLoop* expected = nullptr;
-      if (owners_[i].compare_exchange_strong(expected, &loop, std::memory_order_acq_rel) ||
-          expected == &loop) {
-        found = i;
-        break;
-      }
-    }
-  }
+  // More threads than shards: they share the last one.
+  const size_t found =
+      detail::claim_loop_slot(shards_, loop, [&](size_t i) -> auto& { return owners_[i]; });
   memo_id = id_;
   memo_shard = found;
   return found;
