@@ -134,11 +134,12 @@ run_one() {
   after=$(cpu_ticks "$SERVER_PID")
   stop_server
   line=$(grep '^received' "$WORK/$name.log") || die "$name reported nothing: $(tail -3 "$WORK/$name.log")"
-  # received N gaps G missing M late L warmup W short B seconds S [...]
+  # received N gaps G missing M late L warmup W short B seconds S wakeups K [...]
   local fields
   read -r -a fields <<<"$line"
   local received=${fields[1]} gaps=${fields[3]} missing=${fields[5]} late=${fields[7]}
-  echo "$part $name $round $rate $received $gaps $missing $late $SENT $REFUSED $SEND_RATE $((after - before))" \
+  local warmup=${fields[9]} wakeups=${fields[15]}
+  echo "$part $name $round $rate $received $gaps $missing $late $SENT $REFUSED $SEND_RATE $((after - before)) $warmup $wakeups" \
     >>"$WORK/results"
   printf '  %-5s %-4s round %s: %10s received (%s missing in %s gaps), %10s sent (%s/s), receiver CPU %5.2f s\n' \
     "$part" "$name" "$round" "$received" "$missing" "$gaps" "$SENT" "$SEND_RATE" \
@@ -189,16 +190,17 @@ w("$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/
 w("")
 w("## Part 1: flat out, datagrams per receiver-CPU-second")
 w("")
-w("| receiver | round | received | missing | sent/s | receiver CPU s | per CPU-second |")
-w("|---|---|---:|---:|---:|---:|---:|")
+w("| receiver | round | received | missing | sent/s | receiver CPU s | per CPU-second | per wake-up |")
+w("|---|---|---:|---:|---:|---:|---:|---:|")
 per_cpu = {}
-for part, name, rnd, rate, received, gaps, missing, late, sent, refused, send_rate, ticks in rows:
+for part, name, rnd, rate, received, gaps, missing, late, sent, refused, send_rate, ticks, warmup, wakeups in rows:
     if part != "flat":
         continue
     cpu = float(ticks) / hz
     value = float(received) / cpu if cpu > 0 else 0.0
     per_cpu.setdefault(name, {})[rnd] = value
-    w(f"| {name} | {rnd} | {int(received):,} | {int(missing):,} | {float(send_rate):,.0f} | {cpu:.2f} | {value:,.0f} |")
+    per_wakeup = (int(received) + int(warmup)) / int(wakeups) if int(wakeups) else 0.0
+    w(f"| {name} | {rnd} | {int(received):,} | {int(missing):,} | {float(send_rate):,.0f} | {cpu:.2f} | {value:,.0f} | {per_wakeup:,.1f} |")
 w("")
 summary = []
 for name, rounds in per_cpu.items():
@@ -210,12 +212,16 @@ if "ucp" in per_cpu and "mmsg" in per_cpu:
         summary.append(f"- UCP / recvmmsg loop: **{statistics.median(ratios):.2f}x** (median of per-round ratios; the goal is >= 1.0x)")
 lines += summary
 w("")
+w("Per wake-up: datagrams (warm-up included) per time the receiver came back from waiting "
+  "(ucp: io_uring_enter or epoll_wait calls of its loop; mmsg: epoll_wait calls that found the "
+  "socket readable). Missing: lost while the receiver could not keep up or was not running.")
+w("")
 w("## Part 2: loss at $RATE datagrams/s ($LOSS_FRACTION of the recvmmsg loop's figure unless RATE was given)")
 w("")
 w("| receiver | round | sent | sent/s | received | missing (gaps) | sent - received | refused by the sender's kernel |")
 w("|---|---|---:|---:|---:|---:|---:|---:|")
 lost, reached = {}, []
-for part, name, rnd, rate, received, gaps, missing, late, sent, refused, send_rate, ticks in rows:
+for part, name, rnd, rate, received, gaps, missing, late, sent, refused, send_rate, ticks, warmup, wakeups in rows:
     if part != "loss":
         continue
     lost[name] = lost.get(name, 0) + max(int(missing), int(sent) - int(received))

@@ -12,7 +12,8 @@
 // RCVBUF is SO_RCVBUF (default 4 MiB; SO_RCVBUFFORCE when permitted). Like UCP's sockets it
 // turns off IP_MULTICAST_ALL. Nothing is printed per datagram. It prints "joined GROUP:PORT"
 // once joined and, at exit (SIGINT/SIGTERM, or after SECONDS), one line:
-//   received N gaps G missing M late L warmup W short B seconds S
+//   received N gaps G missing M late L warmup W short B seconds S wakeups K
+// (K: epoll_wait calls that returned the socket readable).
 
 #include <array>
 #include <chrono>
@@ -156,18 +157,22 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(seconds > 0 ? seconds : 1e9));
+  uint64_t wakeups = 0;
   while (!g_stop && Clock::now() < end) {
     epoll_event event;
     const int n = ::epoll_wait(epoll_fd, &event, 1, 100);
-    if (n > 0) batched.drain(fd, feed);
+    if (n <= 0) continue;
+    ++wakeups;
+    batched.drain(fd, feed);
   }
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf(
-      "received %llu gaps %llu missing %llu late %llu warmup %llu short %llu seconds %.3f\n",
+      "received %llu gaps %llu missing %llu late %llu warmup %llu short %llu seconds %.3f "
+      "wakeups %llu\n",
       static_cast<unsigned long long>(feed.received), static_cast<unsigned long long>(feed.gaps),
       static_cast<unsigned long long>(feed.missing), static_cast<unsigned long long>(feed.late),
       static_cast<unsigned long long>(feed.warmup), static_cast<unsigned long long>(feed.short_),
-      elapsed);
+      elapsed, static_cast<unsigned long long>(wakeups));
   ::close(epoll_fd);
   ::close(fd);
   return 0;

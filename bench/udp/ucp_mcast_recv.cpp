@@ -15,7 +15,10 @@
 // buffers of 4 KiB (default 4096, a server loop's); RCVBUF is UdpOptions::receive_buffer_bytes
 // (default 4 MiB). It prints "joined GROUP:PORT (BACKEND, multishot on|off)" once joined and,
 // at exit (SIGINT/SIGTERM, or after SECONDS), one line:
-//   received N gaps G missing M late L warmup W short B seconds S buffers_ran_out R
+//   received N gaps G missing M late L warmup W short B seconds S wakeups K buffers_ran_out R
+//   completion_overflows O
+// (K: the loop's io_uring_enter or epoll_wait calls; R: times the loop's receive buffers ran
+// out; O: times completions waited in the kernel's overflow list).
 
 #include <array>
 #include <chrono>
@@ -157,10 +160,12 @@ int main(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf(
       "received %llu gaps %llu missing %llu late %llu warmup %llu short %llu seconds %.3f "
-      "buffers_ran_out %llu\n",
+      "wakeups %llu buffers_ran_out %llu completion_overflows %llu\n",
       static_cast<unsigned long long>(feed.received), static_cast<unsigned long long>(feed.gaps),
       static_cast<unsigned long long>(feed.missing), static_cast<unsigned long long>(feed.late),
       static_cast<unsigned long long>(feed.warmup), static_cast<unsigned long long>(feed.short_),
-      elapsed, static_cast<unsigned long long>((*socket)->loop_buffers_ran_out()));
+      elapsed, static_cast<unsigned long long>(loop.stats().submit_calls),
+      static_cast<unsigned long long>((*socket)->loop_buffers_ran_out()),
+      static_cast<unsigned long long>(loop.stats().completion_overflows));
   return 0;
 }
