@@ -146,6 +146,7 @@ run_one() {
     "$(echo "($after - $before) / $(getconf CLK_TCK)" | bc -l)"
 }
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "bench-mcast: $ROUNDS round(s) x ${DURATION}s per part, ${SIZE} B to $GROUP, $SENDERS sender(s); receivers: $RECEIVERS (ucp on $BACKEND); receiver CPU $SERVER_CPUS, sender CPU $CLIENT_CPUS"
 echo "part 1: flat out"
 for round in $(seq "$ROUNDS"); do
@@ -186,7 +187,8 @@ w("")
 w("$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), "
   "kernel $(uname -r), $(nproc) CPU(s): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'). "
   "$SIZE-byte datagrams to $GROUP over lo; receiver pinned to CPU $SERVER_CPUS, "
-  "$SENDERS sender(s) to CPU $CLIENT_CPUS; ${DURATION} s per run after ${WARMUP} s of warm-up.")
+  "$SENDERS sender(s) to CPU $CLIENT_CPUS; ${DURATION} s per run after ${WARMUP} s of warm-up. "
+  "Load average before: $LOAD_BEFORE; after: $(cut -d' ' -f1-3 /proc/loadavg).")
 w("")
 w("## Part 1: flat out, datagrams per receiver-CPU-second")
 w("")
