@@ -132,7 +132,7 @@ void ConnectionPool::give(std::string_view key, std::unique_ptr<ClientSession> s
   loop_.spawn(watch(std::string(key), std::move(session)));
 }
 
-Task<> ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> session) {
+Spawned ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> session) {
   EventLoop& loop = loop_;  // the pool may be gone when the receive ends
   Idle idle(this, std::move(key), std::move(session));
   link(idle);
