@@ -1,6 +1,7 @@
 #include "HttpForwarding.h"
 
 #include <charconv>
+#include <cstring>
 
 #include <arpa/inet.h>
 
@@ -32,7 +33,18 @@ bool any_token(std::string_view list, F&& f) {
 }
 
 void append_field(std::string& out, std::string_view name, std::string_view value) {
-  out.append(name).append(": "sv).append(value).append("\r\n"sv);
+  // One growth of the string for the line, then copies into it (four appends check and grow
+  // it four times).
+  const size_t at = out.size();
+  out.resize(at + name.size() + value.size() + 4);
+  char* p = out.data() + at;
+  if (!name.empty()) std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  std::memcpy(p, ": ", 2);
+  p += 2;
+  if (!value.empty()) std::memcpy(p, value.data(), value.size());
+  p += value.size();
+  std::memcpy(p, "\r\n", 2);
 }
 
 /// `value` in decimal, written into `digits`.
