@@ -193,8 +193,7 @@ void append_upstream_head(std::string& out, const UpstreamHead& head) {
   } else {
     out.append(target);
   }
-  out.append(" HTTP/1.1\r\n"sv);
-  append_field(out, "Host", request.host());
+  out.append(" HTTP/1.1\r\nHost: "sv).append(request.host()).append("\r\n"sv);
   const HopByHop hop(request.headers());
   bool forwarded_for = false;
   bool forwarded = false;
@@ -217,19 +216,20 @@ void append_upstream_head(std::string& out, const UpstreamHead& head) {
     append_field(out, name, field.value);
   }
   // What came in (every field of the name, in order), then this hop's.
-  auto join = [&](std::string_view name, bool present) {
-    out.append(name).append(": "sv);
+  // (The literals of neighbouring lines go in one append.)
+  auto join = [&](FieldName kind, bool present) {
     if (!present) return;
     for (const http::Header& field : request.headers()) {
-      if (iequals(field.name, name) && !hop.contains(field.name)) {
+      if (classify(field.name) == kind && !hop.contains(field.name, kind)) {
         out.append(field.value).append(", "sv);
       }
     }
   };
-  join("X-Forwarded-For", forwarded_for);
-  out.append(head.client_ip).append("\r\n"sv);
-  append_field(out, "X-Forwarded-Proto", head.proto);
-  join("Forwarded", forwarded);
+  out.append("X-Forwarded-For: "sv);
+  join(FieldName::kXForwardedFor, forwarded_for);
+  out.append(head.client_ip).append("\r\nX-Forwarded-Proto: "sv).append(head.proto);
+  out.append("\r\nForwarded: "sv);
+  join(FieldName::kForwarded, forwarded);
   out.append("for="sv);
   if (head.client_ip.find(':') != std::string_view::npos) {
     out.append("\"["sv).append(head.client_ip).append("]\""sv);
@@ -237,8 +237,11 @@ void append_upstream_head(std::string& out, const UpstreamHead& head) {
     out.append(head.client_ip);
   }
   out.append(";proto="sv).append(head.proto);
-  if (!request.host().empty()) out.append(";host=\""sv).append(request.host()).append("\""sv);
-  out.append("\r\n"sv);
+  if (!request.host().empty()) {
+    out.append(";host=\""sv).append(request.host()).append("\"\r\n"sv);
+  } else {
+    out.append("\r\n"sv);
+  }
   if (head.framing == http::BodyFraming::kLength) {
     append_field(out, "Content-Length", decimal(head.content_length, digits));
   } else if (head.framing == http::BodyFraming::kChunked) {
