@@ -11,7 +11,10 @@
 #   KINDS="plaintext file"   plaintext: bin/proactor_test server.protocol = http;
 #                            file: bin/http_server, one 1 KiB file (its cache hits);
 #                            echo: bin/proactor_test echoing 256 B messages, driven by
-#                            bin/bench_client (pingpong) instead of wrk
+#                            bin/bench_client (pingpong) instead of wrk;
+#                            gateway: bin/ucp_gateway mode = http (one keep-alive upstream
+#                            pool) in front of bin/proactor_test protocol = http, which runs
+#                            outside valgrind (the gateway's instructions only)
 #   DURATION=5 CONNS=10 ROUNDS=2
 # Example, a change against main built elsewhere:
 #   scripts/bench-instructions.sh /path/to/main/bin bin
@@ -65,7 +68,11 @@ mkdir -p "$work/www"
 head -c 1024 /dev/zero | tr '\0' 'a' >"$work/www/small.txt"
 
 server_pid=
-cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true; }
+upstream_pid=
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+  [ -n "$upstream_pid" ] && kill "$upstream_pid" 2>/dev/null || true
+}
 trap cleanup EXIT
 
 measure() {  # DIR KIND ROUND
@@ -81,6 +88,18 @@ measure() {  # DIR KIND ROUND
   elif [ "$kind" = echo ]; then
     prog=("$dir/proactor_test" "$work/empty.conf" "${common[@]}")
     url=
+  elif [ "$kind" = gateway ]; then
+    local upstream
+    upstream=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+    "$dir/proactor_test" "$work/empty.conf" --set server.ip=127.0.0.1 \
+      --set server.port="$upstream" --set server.thread_num=1 --set server.read_timeout_ms=0 \
+      --set server.protocol=http --set log.file= --set log.level=WARN --set log.console=false \
+      >"$work/upstream.log" 2>&1 &
+    upstream_pid=$!
+    printf '%s\n' "[gateway]" "mode = http" "upstream = app" "[upstream.app]" \
+      "servers = 127.0.0.1:$upstream" "keepalive = 1024" >"$work/gateway.conf"
+    prog=("$dir/ucp_gateway" "$work/gateway.conf" "${common[@]}")
+    url=http://127.0.0.1:$port/
   else
     prog=("$dir/http_server" "$work/empty.conf" "${common[@]}" --set http.root="$work/www")
     url=http://127.0.0.1:$port/small.txt
@@ -113,6 +132,9 @@ measure() {  # DIR KIND ROUND
   dump=$(ls -t "$work"/callgrind.out.* 2>/dev/null | head -1)
   ir=$(awk '/^summary:|^totals:/{print $2; exit}' "$dump")
   kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
+  if [ -n "$upstream_pid" ]; then
+    kill -TERM "$upstream_pid"; wait "$upstream_pid" || true; upstream_pid=
+  fi
   printf '%-30s %-9s round %s: %8s requests %12s instructions %6s per request\n' \
     "$dir" "$kind" "$round" "$reqs" "$ir" "$((ir / reqs))"
 }

@@ -94,7 +94,8 @@ void ConnectionPool::evict_for(std::string_view key) noexcept {
     idle.pool = nullptr;
     idle.stop.request_stop();
   };
-  if (idle(key) >= options_.max_idle_per_key) {
+  // (Counting the key's connections walks them all: only when the pool holds that many.)
+  if (idle_count_ >= options_.max_idle_per_key && idle(key) >= options_.max_idle_per_key) {
     for (Idle* i = oldest_; i != nullptr; i = i->newer) {
       if (i->key == key) {
         evict(*i);
@@ -132,7 +133,7 @@ void ConnectionPool::give(std::string_view key, std::unique_ptr<ClientSession> s
   loop_.spawn(watch(std::string(key), std::move(session)));
 }
 
-Task<> ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> session) {
+Spawned ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> session) {
   EventLoop& loop = loop_;  // the pool may be gone when the receive ends
   Idle idle(this, std::move(key), std::move(session));
   link(idle);

@@ -43,7 +43,12 @@ void ResponseParser::start(bool head_request) noexcept {
   head_complete_ = false;
   head_pending_ = body_pending_ = kick_ = false;
   interim_ = 0;
+  // The fields' vector keeps its capacity from one response to the next (no allocation per
+  // response once it has grown).
+  std::vector<Header> headers = std::move(head_.headers);
+  headers.clear();
   head_ = ResponseHead();
+  head_.headers = std::move(headers);
   trailers_.clear();
   body_piece_ = {};
   if (head_bytes_.capacity() > 16384) std::string().swap(head_bytes_);

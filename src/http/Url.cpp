@@ -26,6 +26,23 @@ void append_escape(std::string& out, char c) {
   out.push_back(kHex[byte & 0xF]);
 }
 
+/// `path` (which starts with '/') has no segment that normalize_path would change: no empty
+/// one but the last, no "." or "..". The common case, which needs no copy into segments.
+bool already_normal(std::string_view path) noexcept {
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '/') continue;
+    const size_t j = i + 1;  // where the next segment starts
+    if (j == path.size()) break;
+    if (path[j] == '/') return false;
+    if (path[j] == '.') {
+      const size_t k = j + 1;
+      if (k == path.size() || path[k] == '/') return false;
+      if (path[k] == '.' && (k + 1 == path.size() || path[k + 1] == '/')) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void append_encoded_path(std::string& out, std::string_view path) {
@@ -94,6 +111,10 @@ void form_decode(std::string_view text, std::string& out) {
 bool normalize_path(std::string_view path, std::string& out) {
   out.clear();
   if (path.empty() || path.front() != '/') return false;
+  if (already_normal(path)) {
+    out.assign(path);
+    return true;
+  }
   std::vector<std::string_view> segments;
   bool trailing_slash = false;
   size_t start = 1;

@@ -73,6 +73,14 @@ TEST(Url, RemovesDotSegmentsWithoutClimbingAboveTheRoot) {
   EXPECT_EQ(normalized("/a/../../etc/passwd"), "<escapes>");
   EXPECT_EQ(normalized("a/b"), "<escapes>");
   EXPECT_EQ(normalized("/..a/b.."), "/..a/b..");
+  // Paths already normal come back as they are; the others at their edges do not.
+  EXPECT_EQ(normalized("/a/"), "/a/");
+  EXPECT_EQ(normalized("/.hidden/.x./..y"), "/.hidden/.x./..y");
+  EXPECT_EQ(normalized("//"), "/");
+  EXPECT_EQ(normalized("/a//"), "/a/");
+  EXPECT_EQ(normalized("/./a"), "/a");
+  EXPECT_EQ(normalized("/a/b/../"), "/a/");
+  EXPECT_EQ(normalized("/a/./"), "/a/");
 }
 
 TEST(HttpDate, FormatsAndParsesTheThreeFormats) {

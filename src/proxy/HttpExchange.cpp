@@ -25,6 +25,8 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 /// Pooled connections found closed by their server, one after the other, before a request
 /// gives up on the pool: each costs one round trip at most.
 constexpr uint32_t kMaxStaleRetries = 4;
+/// A body of at most this many bytes, received with its head, is sent in one write with it.
+constexpr uint64_t kInlineBody = 4096;
 
 /// A failure that a pooled connection the server closed just before the request explains.
 bool stale_connection(std::error_code error) noexcept {
@@ -259,10 +261,16 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
   const detail::ClientFraming client_framing = detail::client_framing(answer, minor);
   const bool keep = request.keep_alive() && x.reader.body_complete() &&
                     client_framing != detail::ClientFraming::kUntilClose && !worker.draining;
-  {
-    std::string& out = x.scratch.client_head;
-    out.clear();
-    detail::append_client_head(out, {answer, client_framing, keep, minor, false});
+  std::string& out = x.scratch.client_head;
+  out.clear();
+  detail::append_client_head(out, {answer, client_framing, keep, minor, false});
+  // A small body that came with the head is appended to it and leaves in the same write: one
+  // send either way (the head would wait in the output queue for the body's write_all), but
+  // neither the head's copy into the queue nor a second buffer there.
+  bool head_waits = client_framing == detail::ClientFraming::kLength &&
+                    answer.content_length <= kInlineBody &&
+                    session->buffered() >= answer.content_length;
+  if (!head_waits) {
     const bool sent = client_framing == detail::ClientFraming::kNone
                           ? static_cast<bool>(co_await write_text(x.client, out))
                           : static_cast<bool>(co_await x.client.write(std::span(out)));
@@ -273,6 +281,15 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
   }
   for (;;) {
     auto piece = co_await session->read_body(timeout_ms);
+    if (head_waits && piece) {  // (at most kInlineBody bytes: the body's length bounds it)
+      head_waits = false;
+      out.append(*piece);
+      if (!co_await write_text(x.client, out)) {
+        co_await session->close();
+        co_return false;
+      }
+      continue;
+    }
     if (!piece) {
       // Cut short after its head went out: no status can say so any more. A reset tells the
       // client the response is incomplete (a clean close could pass for its end).

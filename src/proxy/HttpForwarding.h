@@ -17,6 +17,27 @@
 
 namespace ucp::proxy::detail {
 
+/// The field names the gateway treats apart, found with one comparison at most (the header
+/// loops ask this once per field instead of comparing the name with each).
+enum class FieldName : uint8_t {
+  kOther,
+  kHost,
+  kConnection,
+  kProxyConnection,
+  kKeepAlive,
+  kTe,
+  kTransferEncoding,
+  kUpgrade,
+  kContentLength,
+  kExpect,
+  kXForwardedFor,
+  kXForwardedProto,
+  kForwarded,
+};
+FieldName classify(std::string_view name) noexcept;
+/// Connection, Proxy-Connection, Keep-Alive, TE, Transfer-Encoding, Upgrade.
+bool is_hop_by_hop(FieldName kind) noexcept;
+
 /// The connection-specific fields of one message. Made once per message: it finds the
 /// Connection fields up front, so that asking about each field costs a look at those only.
 class HopByHop {
@@ -25,6 +46,8 @@ class HopByHop {
   /// A field that must not be passed on (hop-by-hop or named by a Connection field). Host is
   /// never one, whatever Connection names.
   bool contains(std::string_view name) const noexcept;
+  /// The same, for a name classify() gave `kind`.
+  bool contains(std::string_view name, FieldName kind) const noexcept;
   /// Whether a Connection field lists `token` ("upgrade", "close").
   bool connection_lists(std::string_view token) const noexcept;
 

@@ -136,24 +136,30 @@ Task<> HttpProxy::serve(TcpConnection& client) {
       break;
     }
     Worker::bump(worker->requests);
-    if (!co_await handle(*worker, client, reader, address, ip, scratch)) break;
+    // The settings of the moment: a reconfiguration applies from the next request on.
+    const std::shared_ptr<const Settings> now = worker->settings;
+    Route routed = route(*worker, *now, reader.request());
+    bool keep = false;
+    if (routed.status != 0) {
+      keep = co_await answer(client, reader, *worker, *now, routed.status);
+    } else {
+      // Awaited from here (no coroutine between): one frame less per request.
+      Exchange exchange{client,
+                        reader,
+                        address,
+                        ip,
+                        *now,
+                        std::move(routed.group),
+                        worker->group_state(*routed.upstream),
+                        scratch};
+      keep = co_await forward(*worker, exchange);
+    }
+    if (!keep) break;
   }
 }
 
-Task<bool> HttpProxy::handle(Worker& worker, TcpConnection& client, RequestReader& reader,
-                             const InetAddress& address, const std::string& ip, Scratch& scratch) {
-  // The settings of the moment: a reconfiguration applies from the next request on.
-  const std::shared_ptr<const Settings> settings = worker.settings;
-  http::Request& request = reader.request();
-  const int minor = request.version_minor();
-  // An answer of the gateway's own keeps the connection only when the request is all read.
-  auto answer = [&](int status) -> Task<bool> {
-    const bool keep = request.keep_alive() && reader.body_complete() && !worker.draining;
-    if (!co_await detail::send_status(client, status, keep, minor)) co_return false;
-    if (!keep) co_await detail::linger(client, settings->options.linger_timeout_ms);
-    co_return keep;
-  };
-
+HttpProxy::Route HttpProxy::route(Worker& worker, const Settings& settings,
+                                  const http::Request& request) {
   // Routes compare the path as a server would see it: decoded once, dot segments removed.
   std::string path;
   if (request.path() == "*") {
@@ -162,22 +168,31 @@ Task<bool> HttpProxy::handle(Worker& worker, TcpConnection& client, RequestReade
     std::string decoded;
     if (!http::percent_decode(request.path(), decoded) || !http::normalize_path(decoded, path)) {
       Worker::bump(worker.refused);
-      co_return co_await answer(400);
+      return Route{.status = 400};
     }
   }
-  const std::string* upstream = settings->routes.match(request.host(), path);
+  const std::string* upstream = settings.routes.match(request.host(), path);
   if (upstream == nullptr) {
     Worker::bump(worker.not_found);
-    co_return co_await answer(404);
+    return Route{.status = 404};
   }
   GroupRef group = worker.upstreams->find(*upstream);
   if (!group) {  // validation makes routes name groups; a worker between two sets may lack one
-    co_return co_await answer(503);
+    return Route{.status = 503};
   }
-  Exchange exchange{
-      client, reader, address, ip, *settings, std::move(group), worker.group_state(*upstream),
-      scratch};
-  co_return co_await forward(worker, exchange);
+  return Route{.status = 0, .upstream = upstream, .group = std::move(group)};
+}
+
+Task<bool> HttpProxy::answer(TcpConnection& client, RequestReader& reader, Worker& worker,
+                             const Settings& settings, int status) {
+  // An answer of the gateway's own keeps the connection only when the request is all read.
+  const http::Request& request = reader.request();
+  const bool keep = request.keep_alive() && reader.body_complete() && !worker.draining;
+  if (!co_await detail::send_status(client, status, keep, request.version_minor())) {
+    co_return false;
+  }
+  if (!keep) co_await detail::linger(client, settings.options.linger_timeout_ms);
+  co_return keep;
 }
 
 // ---- counts ----

@@ -139,6 +139,9 @@ class ClientSession {
   bool reusable() const noexcept;
   /// A byte of the current response has arrived.
   bool response_started() const noexcept { return response_started_; }
+  /// Bytes received and not parsed yet: after read_head(), body bytes that read_body() returns
+  /// without waiting (a body of Content-Length N is all here when this is at least N).
+  size_t buffered() const noexcept { return pending_.size(); }
   /// Requests sent on this connection so far.
   uint64_t requests() const noexcept { return requests_; }
   /// Closes the connection (flushing what is queued). Idempotent.

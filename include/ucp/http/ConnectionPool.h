@@ -29,6 +29,7 @@
 #include <string>
 #include <string_view>
 
+#include "ucp/coro/SpawnGroup.h"
 #include "ucp/coro/StopToken.h"
 #include "ucp/coro/Task.h"
 #include "ucp/http/ClientSession.h"
@@ -69,7 +70,9 @@ class ConnectionPool {
  private:
   struct Idle;
   struct TakeAwaiter;
-  Task<> watch(std::string key, std::unique_ptr<ClientSession> session);
+  /// Spawned (not a Task): its frame is its own wrapper in the loop's group, one frame per
+  /// connection given back instead of two.
+  Spawned watch(std::string key, std::unique_ptr<ClientSession> session);
   void link(Idle& idle) noexcept;
   void unlink(Idle& idle) noexcept;
   void evict_for(std::string_view key) noexcept;

@@ -121,10 +121,19 @@ class HttpProxy {
   struct IdleWait;
   struct Scratch;
   Worker* worker_for(EventLoop& loop) const noexcept;
-  /// One request, from its head to its response's end. False: the client connection ends.
-  Task<bool> handle(Worker& worker, TcpConnection& client, http::RequestReader& reader,
-                    const InetAddress& address, const std::string& ip, Scratch& scratch);
-  /// The request to a server of its group and the answer back (HttpExchange.cpp).
+  /// Where a request goes: its group (status 0), or the status the gateway answers itself
+  /// (400, 404, 503).
+  struct Route {
+    int status = 0;
+    const std::string* upstream = nullptr;  // the group's name, in the settings' routes
+    GroupRef group{};
+  };
+  static Route route(Worker& worker, const Settings& settings, const http::Request& request);
+  /// The gateway's own answer to a request; whether the connection stays.
+  static Task<bool> answer(TcpConnection& client, http::RequestReader& reader, Worker& worker,
+                           const Settings& settings, int status);
+  /// The request to a server of its group and the answer back (HttpExchange.cpp). False: the
+  /// client connection ends.
   Task<bool> forward(Worker& worker, Exchange& exchange);
 
   HttpProxyOptions options_;  // until attach(); then each worker's copy
