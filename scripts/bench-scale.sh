@@ -6,18 +6,19 @@
 #   perworker-2w  one process, 2 workers each on its own SO_REUSEPORT socket
 #   2proc-1w      two processes x 1 worker on one port (server.reuse_port + per_worker), the
 #                 multi-process mode nginx ships (worker processes, listen ... reuseport)
-# Two workloads: connection churn (bench_client --churn: connect, one echo, close, again), which
-# runs the accept path once per connection, and the steady echo pingpong over long-lived
-# connections, which never touches it. The modes alternate within every round so that drift in
+# Three workloads: connection churn (bench_client --churn: connect, one echo, close, again), which
+# runs the accept path once per connection; the steady echo pingpong over long-lived
+# connections, which never touches it; and http, the same long-lived connections sending
+# keep-alive GET / to server.protocol = http (bench_client --http /). The modes alternate within every round so that drift in
 # the machine's load hits all alike; the tables give every run, the medians, and each mode's
 # ratio to main-1w computed per round, then the median.
 #
-#   scripts/bench-scale.sh                           # 3 rounds of 5 s runs, both workloads
+#   scripts/bench-scale.sh                           # 3 rounds of 5 s runs, three workloads
 #   RUNS=5 WORKLOADS=churn MODES="main-2w 2proc-1w" scripts/bench-scale.sh
 #
 # Environment: RUNS [3] rounds, DURATION [5] s per run, WARMUP [1] s unmeasured, MODES [all
-# five above], WORKLOADS ["churn pingpong"], CHURN_CONNS [32] slots, CHURN_SIZE [64] bytes,
-# PINGPONG_CONNS [100], PINGPONG_SIZE [256] bytes, CLIENT_THREADS [1], SERVER_CPUS [0] and
+# five above], WORKLOADS ["churn pingpong http"], CHURN_CONNS [32] slots, CHURN_SIZE [64] bytes,
+# PINGPONG_CONNS [100] (http too), PINGPONG_SIZE [256] bytes, CLIENT_THREADS [1], SERVER_CPUS [0] and
 # CLIENT_CPUS [1] (taskset lists; every server process gets SERVER_CPUS), NICE [-10 as root,
 # else 0] (server and client, each in its own session as benchmark.sh does, so that the nice
 # level holds under autogroup scheduling), BACKEND [auto], UCP_BIN_DIR [bin], OUT [unset: a
@@ -33,7 +34,7 @@ RUNS=${RUNS:-3}
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 MODES=${MODES:-main-1w perworker-1w main-2w perworker-2w 2proc-1w}
-WORKLOADS=${WORKLOADS:-churn pingpong}
+WORKLOADS=${WORKLOADS:-churn pingpong http}
 CHURN_CONNS=${CHURN_CONNS:-32}
 CHURN_SIZE=${CHURN_SIZE:-64}
 PINGPONG_CONNS=${PINGPONG_CONNS:-100}
@@ -97,15 +98,16 @@ stop_servers() {
 # run_one WORKLOAD MODE RUN: the servers of MODE, one bench_client run; appends a result line.
 run_one() {
   local workload=$1 mode=$2 run=$3 port log="$WORK/server-$1-$2-$3"
-  local per_worker=(--set server.acceptors=per_worker)
+  local per_worker=(--set server.acceptors=per_worker) proto=(--set server.protocol=echo)
+  [ "$workload" = http ] && proto=(--set server.protocol=http)
   case $mode in
-    main-1w) start_server "$log.a" 0 --set server.thread_num=1 ;;
-    perworker-1w) start_server "$log.a" 0 --set server.thread_num=1 "${per_worker[@]}" ;;
-    main-2w) start_server "$log.a" 0 --set server.thread_num=2 ;;
-    perworker-2w) start_server "$log.a" 0 --set server.thread_num=2 "${per_worker[@]}" ;;
+    main-1w) start_server "$log.a" 0 "${proto[@]}" --set server.thread_num=1 ;;
+    perworker-1w) start_server "$log.a" 0 "${proto[@]}" --set server.thread_num=1 "${per_worker[@]}" ;;
+    main-2w) start_server "$log.a" 0 "${proto[@]}" --set server.thread_num=2 ;;
+    perworker-2w) start_server "$log.a" 0 "${proto[@]}" --set server.thread_num=2 "${per_worker[@]}" ;;
     2proc-1w)
-      start_server "$log.a" 0 --set server.thread_num=1 "${per_worker[@]}" --set server.reuse_port=true
-      start_server "$log.b" "$PORT" --set server.thread_num=1 "${per_worker[@]}" --set server.reuse_port=true ;;
+      start_server "$log.a" 0 "${proto[@]}" --set server.thread_num=1 "${per_worker[@]}" --set server.reuse_port=true
+      start_server "$log.b" "$PORT" "${proto[@]}" --set server.thread_num=1 "${per_worker[@]}" --set server.reuse_port=true ;;
     *) die "unknown mode $mode" ;;
   esac
   port=$PORT
@@ -114,6 +116,8 @@ run_one() {
   local args=(-h 127.0.0.1 -p "$port" -d "$DURATION" -w "$WARMUP" -t "$CLIENT_THREADS" --json "${pids[@]}")
   if [ "$workload" = churn ]; then
     args+=(-c "$CHURN_CONNS" -s "$CHURN_SIZE" --churn)
+  elif [ "$workload" = http ]; then
+    args+=(-c "$PINGPONG_CONNS" -s "$PINGPONG_SIZE" --http /)
   else
     args+=(-c "$PINGPONG_CONNS" -s "$PINGPONG_SIZE")
   fi
@@ -130,7 +134,8 @@ print("%.0f/s, %.0f per server-CPU-s, p99 %.0f us, errors %d" % (r["qps"], per_c
 }
 
 echo "bench-scale: $RUNS rounds x ${DURATION} s (+${WARMUP} s warm-up), modes: $MODES;" \
-  "churn $CHURN_CONNS slots x $CHURN_SIZE B, pingpong $PINGPONG_CONNS conns x $PINGPONG_SIZE B;" \
+  "churn $CHURN_CONNS slots x $CHURN_SIZE B, pingpong $PINGPONG_CONNS conns x $PINGPONG_SIZE B," \
+  "http $PINGPONG_CONNS conns x GET /;" \
   "server cpus $SERVER_CPUS, client cpus $CLIENT_CPUS, nice $NICE, backend $BACKEND, kernel $(uname -r)," \
   "load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for run in $(seq "$RUNS"); do
