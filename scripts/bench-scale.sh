@@ -24,7 +24,9 @@
 # level holds under autogroup scheduling), BACKEND [auto], UCP_BIN_DIR [bin], OUT [unset: a
 # file to write the report to as well].
 # The per-CPU figure is per CPU-second of all server processes together (bench_client
-# --server-pid, repeated). Needs bin/proactor_test and bin/bench_client (cmake --build ...
+# --server-pid, repeated). "main %" is the share of that CPU time (user + system, warm-up
+# included) spent by the processes' main threads (ucp-main): the acceptor and the hand-off
+# with acceptors = main, signals and the stats line only with per_worker. Needs bin/proactor_test and bin/bench_client (cmake --build ...
 # --target proactor_test bench_client). An otherwise idle machine gives the steadiest numbers.
 set -euo pipefail
 
@@ -87,6 +89,16 @@ start_server() {
   PORT=$found
 }
 
+# main_and_all_ticks: CPU ticks of the servers' main threads, then of the whole servers.
+main_and_all_ticks() {
+  local pid main=0 all=0
+  for pid in "${SERVER_PIDS[@]}"; do
+    main=$((main + $(awk '{print $14 + $15}' "/proc/$pid/task/$pid/stat")))
+    all=$((all + $(cpu_ticks "$pid")))
+  done
+  echo "$main $all"
+}
+
 stop_servers() {
   local pid status=0
   for pid in "${SERVER_PIDS[@]}"; do kill -TERM "$pid"; done
@@ -121,12 +133,17 @@ run_one() {
   else
     args+=(-c "$PINGPONG_CONNS" -s "$PINGPONG_SIZE")
   fi
-  local json
+  local json main_before all_before main_after all_after
+  read -r main_before all_before < <(main_and_all_ticks)
   json=$(pinned "$CLIENT_CPUS" "$BIN/bench_client" "${args[@]}" 2>"$WORK/client-$workload-$mode-$run.err") ||
     echo "bench-scale: $workload $mode run $run: bench_client reported errors" >&2
+  read -r main_after all_after < <(main_and_all_ticks)
   stop_servers
   [ -n "$json" ] || die "$workload $mode run $run: no result: $(tail -3 "$WORK/client-$workload-$mode-$run.err")"
-  echo "$workload $mode $run $json" >>"$WORK/results"
+  local main_share=nan
+  [ "$all_after" -gt "$all_before" ] &&
+    main_share=$(((main_after - main_before) * 1000 / (all_after - all_before)))
+  echo "$workload $mode $run $main_share $json" >>"$WORK/results"
   echo "  $workload $mode run $run: $(echo "$json" | python3 -c 'import json, sys
 r = json.load(sys.stdin)
 per_cpu = r["requests"] / r["server_cpu_s"] if r["server_cpu_s"] > 0 else float("nan")
@@ -149,26 +166,28 @@ report() {
 import json, statistics, sys
 rows = []
 for line in open(sys.argv[1]):
-    workload, mode, run, text = line.split(" ", 3)
-    rows.append((workload, mode, int(run), json.loads(text)))
+    workload, mode, run, share, text = line.split(" ", 4)
+    r = json.loads(text)
+    r["main_share"] = float(share) / 10 if share != "nan" else float("nan")
+    rows.append((workload, mode, int(run), r))
 def per_cpu(r):
     return r["requests"] / r["server_cpu_s"] if r["server_cpu_s"] > 0 else float("nan")
 for workload in dict.fromkeys(w for w, _, _, _ in rows):
     unit = "conn" if workload == "churn" else "req"
     modes = list(dict.fromkeys(m for w, m, _, _ in rows if w == workload))
     print(f"#### {workload}\n")
-    print(f"| run | mode | {unit}/s | {unit} per server-CPU-s | p50 us | p99 us | errors |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print(f"| run | mode | {unit}/s | {unit} per server-CPU-s | main % | p50 us | p99 us | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for w, mode, run, r in rows:
         if w != workload:
             continue
-        print(f"| {run} | {mode} | {r['qps']:.0f} | {per_cpu(r):.0f} | {r['p50_us']:.1f} "
+        print(f"| {run} | {mode} | {r['qps']:.0f} | {per_cpu(r):.0f} | {r['main_share']:.1f} | {r['p50_us']:.1f} "
               f"| {r['p99_us']:.1f} | {r['errors']} |")
     base = modes[0]
     by = {(m, run): r for w, m, run, r in rows if w == workload}
-    print(f"\n| median | {unit}/s | {unit} per server-CPU-s | p99 us | {unit}/s vs {base} "
+    print(f"\n| median | {unit}/s | {unit} per server-CPU-s | main % | p99 us | {unit}/s vs {base} "
           f"| per-CPU vs {base} |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for mode in modes:
         rs = [r for (m, _), r in by.items() if m == mode]
         runs = [run for (m, run) in by if m == mode and (base, run) in by]
@@ -176,6 +195,7 @@ for workload in dict.fromkeys(w for w, _, _, _ in rows):
         cpu_ratio = statistics.median(per_cpu(by[(mode, k)]) / per_cpu(by[(base, k)]) for k in runs)
         print(f"| {mode} | {statistics.median(r['qps'] for r in rs):.0f} "
               f"| {statistics.median(per_cpu(r) for r in rs):.0f} "
+              f"| {statistics.median(r['main_share'] for r in rs):.1f} "
               f"| {statistics.median(r['p99_us'] for r in rs):.1f} | {rate_ratio:.2f}x "
               f"| {cpu_ratio:.2f}x |")
     print()
