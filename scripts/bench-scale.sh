@@ -6,28 +6,29 @@
 #   perworker-2w  one process, 2 workers each on its own SO_REUSEPORT socket
 #   2proc-1w      two processes x 1 worker on one port (server.reuse_port + per_worker), the
 #                 multi-process mode nginx ships (worker processes, listen ... reuseport)
-# Three workloads: connection churn (bench_client --churn: connect, one echo, close, again), which
-# runs the accept path once per connection; the steady echo pingpong over long-lived
+# Three workloads: connection churn (bench_client --churn: connect, one echo, close, again),
+# which runs the accept path once per connection; the steady echo pingpong over long-lived
 # connections, which never touches it; and http, the same long-lived connections sending
-# keep-alive GET / to server.protocol = http (bench_client --http /). The modes alternate within every round so that drift in
-# the machine's load hits all alike; the tables give every run, the medians, and each mode's
-# ratio to main-1w computed per round, then the median.
+# keep-alive GET / to server.protocol = http (bench_client --http /). The modes alternate
+# within every round so that drift in the machine's load hits all alike; the tables give every
+# run, the medians, and each mode's ratio to main-1w computed per round, then the median.
 #
 #   scripts/bench-scale.sh                           # 3 rounds of 5 s runs, three workloads
 #   RUNS=5 WORKLOADS=churn MODES="main-2w 2proc-1w" scripts/bench-scale.sh
 #
 # Environment: RUNS [3] rounds, DURATION [5] s per run, WARMUP [1] s unmeasured, MODES [all
-# five above], WORKLOADS ["churn pingpong http"], CHURN_CONNS [32] slots, CHURN_SIZE [64] bytes,
-# PINGPONG_CONNS [100] (http too), PINGPONG_SIZE [256] bytes, CLIENT_THREADS [1], SERVER_CPUS [0] and
-# CLIENT_CPUS [1] (taskset lists; every server process gets SERVER_CPUS), NICE [-10 as root,
-# else 0] (server and client, each in its own session as benchmark.sh does, so that the nice
-# level holds under autogroup scheduling), BACKEND [auto], UCP_BIN_DIR [bin], OUT [unset: a
-# file to write the report to as well].
+# five above], WORKLOADS ["churn pingpong http"], CHURN_CONNS [32] slots, CHURN_SIZE [64]
+# bytes, PINGPONG_CONNS [100] (http too), PINGPONG_SIZE [256] bytes, CLIENT_THREADS [1],
+# SERVER_CPUS [0] and CLIENT_CPUS [1] (taskset lists; every server process gets SERVER_CPUS),
+# NICE [-10 as root, else 0] (server and client, each in its own session as benchmark.sh
+# does, so that the nice level holds under autogroup scheduling), BACKEND [auto], UCP_BIN_DIR
+# [bin], OUT [unset: a file to write the report to as well].
 # The per-CPU figure is per CPU-second of all server processes together (bench_client
 # --server-pid, repeated). "main %" is the share of that CPU time (user + system, warm-up
 # included) spent by the processes' main threads (ucp-main): the acceptor and the hand-off
-# with acceptors = main, signals and the stats line only with per_worker. Needs bin/proactor_test and bin/bench_client (cmake --build ...
-# --target proactor_test bench_client). An otherwise idle machine gives the steadiest numbers.
+# with acceptors = main; only signals and the stats line with per_worker (docs/scaling.md).
+# Needs bin/proactor_test and bin/bench_client (cmake --build ... --target proactor_test
+# bench_client). An otherwise idle machine gives the steadiest numbers.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
