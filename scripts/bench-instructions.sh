@@ -14,8 +14,13 @@
 #                            bin/bench_client (pingpong) instead of wrk;
 #                            gateway: bin/ucp_gateway mode = http (one keep-alive upstream
 #                            pool) in front of bin/proactor_test protocol = http, which runs
-#                            outside valgrind (the gateway's instructions only)
-#   DURATION=5 CONNS=10 ROUNDS=2
+#                            outside valgrind (the gateway's instructions only);
+#                            churn: the echo server, bench_client --churn (CONNS slots each
+#                            connect, echo 64 B, close): instructions per connection
+#   DURATION=5 CONNS=10 ROUNDS=2 THREADS=1 (server.thread_num) ACCEPTORS=main (server.acceptors)
+# Every thread is counted apart (--separate-threads): after the total, one line per thread
+# that ran at least 0.1 % of it; thread 1 is ucp-main (the acceptor and hand-off with
+# ACCEPTORS=main), the worker loops follow. docs/scaling.md uses THREADS=2 and churn.
 # Example, a change against main built elsewhere:
 #   scripts/bench-instructions.sh /path/to/main/bin bin
 # Prints one line per binary directory, kind and round: requests, instructions, per request.
@@ -28,6 +33,8 @@ KINDS=${KINDS:-"plaintext file"}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-10}
 ROUNDS=${ROUNDS:-2}
+THREADS=${THREADS:-1}
+ACCEPTORS=${ACCEPTORS:-main}
 dirs=("$@")
 [ ${#dirs[@]} -eq 0 ] && dirs=(bin)
 for tool in valgrind callgrind_control wrk curl cc python3; do
@@ -78,14 +85,15 @@ trap cleanup EXIT
 measure() {  # DIR KIND ROUND
   local dir=$1 kind=$2 round=$3 port url out reqs dump ir
   port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-  local common=(--set server.ip=127.0.0.1 --set server.port="$port" --set server.thread_num=1
+  local common=(--set server.ip=127.0.0.1 --set server.port="$port" --set server.thread_num="$THREADS"
+                --set server.acceptors="$ACCEPTORS"
                 --set log.file= --set log.level=WARN --set log.console=false
                 --set event_loop.backend=epoll)
   local prog
   if [ "$kind" = plaintext ]; then
     prog=("$dir/proactor_test" "$work/empty.conf" "${common[@]}" --set server.protocol=http)
     url=http://127.0.0.1:$port/
-  elif [ "$kind" = echo ]; then
+  elif [ "$kind" = echo ] || [ "$kind" = churn ]; then
     prog=("$dir/proactor_test" "$work/empty.conf" "${common[@]}")
     url=
   elif [ "$kind" = gateway ]; then
@@ -105,17 +113,19 @@ measure() {  # DIR KIND ROUND
     url=http://127.0.0.1:$port/small.txt
   fi
   rm -f "$work"/callgrind.out*
-  LD_PRELOAD=$PWD/$shim valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
+  LD_PRELOAD=$PWD/$shim valgrind --tool=callgrind --separate-threads=yes \
+    --callgrind-out-file="$work/callgrind.out" \
     "${prog[@]}" >"$work/server.log" 2>&1 &
   server_pid=$!
-  if [ "$kind" = echo ]; then
+  if [ "$kind" = echo ] || [ "$kind" = churn ]; then
     local echo_client=("$dir/bench_client" -h 127.0.0.1 -p "$port" -c "$CONNS" -s 256 --epoll)
+    [ "$kind" = churn ] && echo_client=("$dir/bench_client" -h 127.0.0.1 -p "$port" -c "$CONNS" -s 64 --epoll --churn)
     for _ in $(seq 300); do "${echo_client[@]}" -d 1 >/dev/null 2>&1 && break; sleep 0.1; done
     "${echo_client[@]}" -d 2 >/dev/null
     callgrind_control -z "$server_pid" >/dev/null
     out=$("${echo_client[@]}" -d "$DURATION" 2>/dev/null)
     callgrind_control -d "$server_pid" >/dev/null
-    reqs=$(awk '/^requests [0-9]+ in/{print $2}' <<<"$out")
+    reqs=$(awk '/^(requests|connections) [0-9]+ in/{print $2}' <<<"$out")
   else
     for _ in $(seq 300); do curl -fs -o /dev/null "$url" && break; sleep 0.1; done
     if ! curl -fs -o /dev/null "$url"; then
@@ -129,14 +139,29 @@ measure() {  # DIR KIND ROUND
     reqs=$(awk '/requests in/{print $1}' <<<"$out")
   fi
   sleep 0.5
-  dump=$(ls -t "$work"/callgrind.out.* 2>/dev/null | head -1)
-  ir=$(awk '/^summary:|^totals:/{print $2; exit}' "$dump")
   kill -TERM "$server_pid"; wait "$server_pid" || true; server_pid=
   if [ -n "$upstream_pid" ]; then
     kill -TERM "$upstream_pid"; wait "$upstream_pid" || true; upstream_pid=
   fi
-  printf '%-30s %-9s round %s: %8s requests %12s instructions %6s per request\n' \
-    "$dir" "$kind" "$round" "$reqs" "$ir" "$((ir / reqs))"
+  # The dump after the reset: one file per thread, callgrind.out.1-NN (NN: the thread).
+  local file thread_ir threads=() ir=0
+  for file in "$work"/callgrind.out.1-*; do
+    thread_ir=$(awk '/^summary:|^totals:/{print $2; exit}' "$file")
+    [ -n "$thread_ir" ] || continue
+    threads+=("${file##*-} $thread_ir")
+    ir=$((ir + thread_ir))
+  done
+  local unit=requests
+  [ "$kind" = churn ] && unit=connections
+  printf '%-30s %-9s round %s: %8s %s %12s instructions %6s per %s\n' \
+    "$dir" "$kind" "$round" "$reqs" "$unit" "$ir" "$((ir / reqs))" "${unit%s}"
+  local entry
+  for entry in "${threads[@]}"; do
+    set -- $entry
+    [ "$(($2 * 1000))" -ge "$ir" ] || continue
+    printf '%-30s %-9s   thread %d: %12s instructions %6s per %s\n' \
+      "" "" "$((10#$1))" "$2" "$(($2 / reqs))" "${unit%s}"
+  done
 }
 
 for kind in $KINDS; do

@@ -1,6 +1,7 @@
 #include "ucp/ws/PubSub.h"
 
 #include <algorithm>
+#include <array>
 #include <coroutine>
 #include <unordered_map>
 #include <utility>
@@ -309,30 +310,56 @@ Subscription PubSub::subscribe(WebSocket& ws, std::string_view topic) {
   return Subscription(membership);
 }
 
+// The lock covers only the choice of loops (the list may grow meanwhile); the posts, each a
+// queue push and perhaps an eventfd write that wakes a loop, come after it, so that publishers
+// on many loops do not queue behind one another's system calls (docs/scaling.md). Shards are
+// never removed, so the pointers stay valid; each publishing thread's posts still reach every
+// loop in the order it published.
 bool PubSub::publish(std::string_view topic, MessageKind kind, std::span<const std::byte> data) {
-  std::shared_ptr<const detail::Published> message;
+  constexpr size_t kInlineTargets = 64;
+  std::array<detail::PubSubShard*, kInlineTargets> inline_targets;
+  std::vector<detail::PubSubShard*> more_targets;  // past kInlineTargets loops only
+  size_t count = 0;
   bool all = true;
-  bool any = false;
-  std::lock_guard lock(shards_mutex_);
-  for (const auto& shard : shards_) {
-    if (shard->subscribers.load(std::memory_order_relaxed) == 0) continue;
-    if (shard->backlog.fetch_add(1, std::memory_order_relaxed) >= options_.max_backlog) {
-      shard->backlog.fetch_sub(1, std::memory_order_relaxed);
-      backlogged_.fetch_add(1, std::memory_order_relaxed);
-      all = false;
-      continue;
+  {
+    std::lock_guard lock(shards_mutex_);
+    for (const auto& shard : shards_) {
+      if (shard->subscribers.load(std::memory_order_relaxed) == 0) continue;
+      if (shard->backlog.fetch_add(1, std::memory_order_relaxed) >= options_.max_backlog) {
+        shard->backlog.fetch_sub(1, std::memory_order_relaxed);
+        backlogged_.fetch_add(1, std::memory_order_relaxed);
+        all = false;
+        continue;
+      }
+      if (count < kInlineTargets) {
+        inline_targets[count] = shard.get();
+      } else {
+        more_targets.push_back(shard.get());
+      }
+      ++count;
     }
-    if (!message) {  // copied once, for every loop
-      auto bytes = std::make_unique<std::byte[]>(data.size());
-      if (!data.empty()) std::copy(data.begin(), data.end(), bytes.get());
-      message = std::make_shared<const detail::Published>(
-          detail::Published{std::string(topic), kind, std::move(bytes), data.size()});
-    }
-    detail::PubSubShard* target = shard.get();
-    target->loop.post([target, message] { target->deliver(message); });
-    any = true;
   }
-  if (any) published_.fetch_add(1, std::memory_order_relaxed);
+  if (count == 0) return all;
+  auto target_at = [&](size_t i) {
+    return i < kInlineTargets ? inline_targets[i] : more_targets[i - kInlineTargets];
+  };
+  size_t posted = 0;
+  try {
+    auto bytes = std::make_unique<std::byte[]>(data.size());  // copied once, for every loop
+    if (!data.empty()) std::copy(data.begin(), data.end(), bytes.get());
+    const auto message = std::make_shared<const detail::Published>(
+        detail::Published{std::string(topic), kind, std::move(bytes), data.size()});
+    for (; posted < count; ++posted) {
+      detail::PubSubShard* target = target_at(posted);
+      target->loop.post([target, message] { target->deliver(message); });
+    }
+  } catch (...) {  // out of memory: the loops not posted to do not wait for this message
+    for (size_t i = posted; i < count; ++i) {
+      target_at(i)->backlog.fetch_sub(1, std::memory_order_relaxed);
+    }
+    throw;
+  }
+  published_.fetch_add(1, std::memory_order_relaxed);
   return all;
 }
 

@@ -268,5 +268,45 @@ TEST(PubSub, ALoopBehindItsPublishersGetsNoMore) {
   }
 }
 
+// Publishers on several threads at once (publish() posts after it lets go of its lock): every
+// subscriber, on both workers, gets every message, and each publisher's in the order it
+// published them.
+TEST(PubSub, ConcurrentPublishersEachKeepTheirOrderOnEveryLoop) {
+  Hub hub;
+  std::vector<WsRawClient> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(hub.join("t"));
+  ASSERT_EQ(hub.loops_with_subscribers(), 2u);
+  constexpr int kPublishers = 3;
+  constexpr int kEach = 200;
+  std::atomic<int> refused{0};
+  std::vector<std::thread> publishers;
+  for (int p = 0; p < kPublishers; ++p) {
+    publishers.emplace_back([&hub, &refused, p] {
+      for (int n = 0; n < kEach; ++n) {
+        if (!hub.pubsub().publish("t", std::to_string(p) + ":" + std::to_string(n))) ++refused;
+      }
+    });
+  }
+  for (auto& thread : publishers) thread.join();
+  EXPECT_EQ(refused.load(), 0);
+  for (auto& ws : clients) {
+    std::vector<int> next(kPublishers, 0);
+    for (int i = 0; i < kPublishers * kEach; ++i) {
+      const std::string text = next_text(ws);
+      const size_t colon = text.find(':');
+      ASSERT_NE(colon, std::string::npos) << text;
+      const int p = std::stoi(text.substr(0, colon));
+      ASSERT_TRUE(p >= 0 && p < kPublishers) << text;
+      ASSERT_EQ(std::stoi(text.substr(colon + 1)), next[p]) << "publisher " << p << "'s order";
+      ++next[p];
+    }
+  }
+  EXPECT_TRUE(
+      hub.wait_for([](const PubSubStats& s) { return s.delivered == 4u * kPublishers * kEach; }));
+  const PubSubStats stats = hub.pubsub().stats();
+  EXPECT_EQ(stats.published, uint64_t{kPublishers} * kEach);
+  EXPECT_EQ(stats.backlogged, 0u);
+}
+
 }  // namespace
 }  // namespace ucp::ws
