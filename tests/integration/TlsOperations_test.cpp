@@ -2,6 +2,7 @@
 // - SIGHUP with a new certificate while wrk runs over HTTPS (every request on a connection of
 //   its own, so handshakes straddle each reload): not one failed request, and a connection
 //   made after the last reload gets the new certificate (its SHA-256 fingerprint);
+// - a SIGHUP applies every [tls] key but tls.enable (min_version here), and says "applied";
 // - 10,000 handshakes refused for want of a client certificate (verify_client = require) leave
 //   the server's RSS where it was after a warm-up of 1,000.
 // Certificates are made with `openssl req`, as a user would.
@@ -44,9 +45,9 @@ class Certificates {
   /// Makes NAME.cert.pem and NAME.key.pem.
   bool make(const std::string& name) {
     return run_command({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                        "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
-                        "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-                        "-keyout", key(name), "-out", certificate(name)},
+                        "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout",
+                        key(name), "-out", certificate(name)},
                        20000)
                .exit_code == 0;
   }
@@ -87,6 +88,12 @@ std::string file_fingerprint(const std::string& pem) {
   return digest;
 }
 
+TlsClientSettings pinned(int version) {
+  TlsClientSettings settings;
+  settings.version = version;
+  return settings;
+}
+
 /// The fingerprint of the certificate a new connection to `port` is served.
 std::string served_fingerprint(uint16_t port) {
   auto client = TlsTestClient::connect(port, {});
@@ -111,8 +118,10 @@ class TlsOperations : public ::testing::TestWithParam<std::string> {
   ServerProcess::Options http_server(std::vector<std::string> more = {}) const {
     ServerProcess::Options options;
     options.binary = UCP_BIN_DIR "/http_server";
-    options.overrides = {"tls.enable=true", "tls.certificate=" + files_.certificate("serving"),
-                         "tls.private_key=" + files_.key("serving"), "http.root=" + files_.dir(),
+    options.overrides = {"tls.enable=true",
+                         "tls.certificate=" + files_.certificate("serving"),
+                         "tls.private_key=" + files_.key("serving"),
+                         "http.root=" + files_.dir(),
                          "server.thread_num=2",
                          "event_loop.backend=" + GetParam()};
     for (auto& o : more) options.overrides.push_back(std::move(o));
@@ -180,6 +189,36 @@ TEST_P(TlsOperations, SighupSwapsTheCertificateUnderWrkWithZeroFailedRequests) {
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
+TEST_P(TlsOperations, SighupAppliesMinVersionAndSaysSo) {
+  // The configuration in a file of its own, rewritten between the two starts of TLS 1.2.
+  const std::string config = files_.path("ucp.conf");
+  const auto write_config = [&](const std::string& min_version) {
+    std::ofstream(config) << "[server]\nip = 127.0.0.1\nport = 0\nthread_num = 1\n"
+                          << "[log]\nconsole = true\nlevel = INFO\nfile =\nflush_interval_ms = 20\n"
+                          << "[tls]\nmin_version = " << min_version << "\n";
+  };
+  write_config("1.2");
+  ServerProcess::Options options = http_server();
+  options.config_path = config;
+  ServerProcess server(options);
+  UCP_START_SERVER(server);
+  const TlsClientSettings tls12 = pinned(TLS1_2_VERSION);
+  EXPECT_TRUE(TlsTestClient::connect(server.port(), tls12)) << "TLS 1.2 before the reload";
+
+  write_config("1.3");
+  server.send_signal(SIGHUP);
+  ASSERT_TRUE(server.wait_for_output("tls.min_version: 1.2 -> 1.3 (applied)", 15000))
+      << server.output_tail();
+  ASSERT_TRUE(server.wait_for_output("tls: certificate files read again", 15000))
+      << server.output_tail();
+  auto refused = TlsTestClient::connect(server.port(), tls12);
+  EXPECT_FALSE(refused) << "TLS 1.2 after min_version = 1.3";
+  EXPECT_TRUE(TlsTestClient::connect(server.port(), pinned(TLS1_3_VERSION)));
+  EXPECT_EQ(server.count_output_lines("takes effect at the next start"), 0u)
+      << server.output_tail();
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
 // Clients without a certificate, against a server that requires one: TLS 1.3, so each client
 // finishes its side of the handshake and then reads the server's alert. One SSL_CTX for all
 // (making one per connection would cost more than the handshake). False at the first
@@ -205,8 +244,8 @@ bool refused_handshakes_serially(uint16_t port, int count, std::string& why) {
     char byte = 0;
     size_t n = 0;
     if (SSL_connect(ssl) != 1) {
-      why = "connection " + std::to_string(i) + ": the client's handshake failed: " +
-            openssl_errors();
+      why = "connection " + std::to_string(i) +
+            ": the client's handshake failed: " + openssl_errors();
       all = false;
     } else if (SSL_read_ex(ssl, &byte, 1, &n) == 1 ||
                SSL_get_error(ssl, 0) != SSL_ERROR_SSL) {  // the alert, not a timeout or EOF
@@ -246,10 +285,11 @@ TEST_P(TlsOperations, TenThousandRefusedClientCertificatesLeaveRssFlat) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("[ rss      ] server CPU %.1f s\n", server.cpu_seconds());
-  std::printf("[ rss      ] 11,000 refused handshakes in %.1f s: RSS %lld KiB after 1,000, "
-              "%lld KiB after 10,000 more (%+lld KiB)\n",
-              seconds, static_cast<long long>(warm), static_cast<long long>(after),
-              static_cast<long long>(after - warm));
+  std::printf(
+      "[ rss      ] 11,000 refused handshakes in %.1f s: RSS %lld KiB after 1,000, "
+      "%lld KiB after 10,000 more (%+lld KiB)\n",
+      seconds, static_cast<long long>(warm), static_cast<long long>(after),
+      static_cast<long long>(after - warm));
   ASSERT_GT(warm, 0);
   EXPECT_LT(after - warm, 1024) << "RSS grew by more than 1 MiB";
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
