@@ -99,8 +99,7 @@ TEST_F(TestSsl, FindsNothingHighAndNoProtocolBelowTls12) {
   // RC4 by sockets (the LOW cipher category still covers RC4).
   auto run = run_command({"testssl", "--quiet", "--color", "0", "--warnings", "off", "--fast",
                           "--protocols", "--std", "--server-preference", "--vulnerable",
-                          "--jsonfile", json,
-                          "127.0.0.1:" + std::to_string(server.port())},
+                          "--jsonfile", json, "127.0.0.1:" + std::to_string(server.port())},
                          170000);
   ASSERT_NE(run.exit_code, -1) << "testssl did not end within 170 s:\n" << run.output;
   const std::vector<Finding> findings = read_findings(json);

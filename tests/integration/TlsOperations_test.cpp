@@ -7,6 +7,9 @@
 //   the server's RSS where it was after a warm-up of 1,000.
 // Certificates are made with `openssl req`, as a user would.
 
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -156,8 +159,11 @@ TEST_P(TlsOperations, SighupSwapsTheCertificateUnderWrkWithZeroFailedRequests) {
   });
   std::this_thread::sleep_for(500ms);  // the load runs on the first certificate first
   // Five reloads, alternating the pairs, each awaited in the log: the second is served last.
+  // wrk runs on (it is joined before any assertion can return).
   constexpr size_t kReloads = 5;
-  for (size_t i = 1; i <= kReloads && !load_done; ++i) {
+  size_t reloaded = 0;
+  size_t under_load = 0;
+  for (size_t i = 1; i <= kReloads; ++i) {
     files_.serve(i % 2 == 1 ? "second" : "first");
     server.send_signal(SIGHUP);
     const auto deadline = std::chrono::steady_clock::now() + 15s;
@@ -165,13 +171,14 @@ TEST_P(TlsOperations, SighupSwapsTheCertificateUnderWrkWithZeroFailedRequests) {
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(5ms);
     }
-    ASSERT_EQ(server.count_output_lines("tls: certificate files read again"), i)
-        << server.output_tail();
+    if (server.count_output_lines("tls: certificate files read again") != i) break;
+    ++reloaded;
+    under_load += !load_done;
     std::this_thread::sleep_for(200ms);  // handshakes on this certificate before the next
   }
-  const bool reloaded_under_load = !load_done;
   wrk.join();
-  EXPECT_TRUE(reloaded_under_load) << "wrk ended before the reloads did";
+  ASSERT_EQ(reloaded, kReloads) << server.output_tail();
+  EXPECT_GE(under_load, 2u) << "wrk ended before the reloads did";
   EXPECT_EQ(server.count_output_lines("keeping the running configuration"), 0u)
       << server.output_tail();
 
@@ -183,6 +190,19 @@ TEST_P(TlsOperations, SighupSwapsTheCertificateUnderWrkWithZeroFailedRequests) {
   EXPECT_EQ(load.output.find("Socket errors"), std::string::npos) << load.output;
   EXPECT_EQ(load.output.find("Non-2xx"), std::string::npos) << load.output;
   std::printf("[ wrk      ] %s\n", load.output.c_str());
+  // Every request had a handshake of its own (the workers' counters on /metrics).
+  if (have_program("curl")) {
+    auto scrape = run_command({"curl", "-sS", "-k", "--max-time", "10",
+                               "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics"},
+                              20000);
+    uint64_t handshakes = 0;
+    const std::regex ok(R"(ucp_tls_handshakes_total\{worker="\d+",result="ok"\} (\d+))");
+    for (std::sregex_iterator it(scrape.output.begin(), scrape.output.end(), ok), end; it != end;
+         ++it) {
+      handshakes += std::stoull((*it)[1]);
+    }
+    EXPECT_GE(handshakes, std::stoull(count[1])) << scrape.output;
+  }
 
   // A connection made now gets the certificate of the last reload.
   EXPECT_EQ(served_fingerprint(server.port()), second);
