@@ -304,11 +304,10 @@ TEST_P(TlsOperations, TenThousandRefusedClientCertificatesLeaveRssFlat) {
   const int64_t after = server.rss_kb();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("[ rss      ] server CPU %.1f s\n", server.cpu_seconds());
   std::printf(
-      "[ rss      ] 11,000 refused handshakes in %.1f s: RSS %lld KiB after 1,000, "
-      "%lld KiB after 10,000 more (%+lld KiB)\n",
-      seconds, static_cast<long long>(warm), static_cast<long long>(after),
+      "[ rss      ] 11,000 refused handshakes in %.1f s (server CPU %.1f s): RSS %lld KiB after "
+      "1,000, %lld KiB after 10,000 more (%+lld KiB)\n",
+      seconds, server.cpu_seconds(), static_cast<long long>(warm), static_cast<long long>(after),
       static_cast<long long>(after - warm));
   ASSERT_GT(warm, 0);
   EXPECT_LT(after - warm, 1024) << "RSS grew by more than 1 MiB";
