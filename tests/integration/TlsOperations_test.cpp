@@ -27,6 +27,14 @@
 #include "ServerProcess.h"
 #include "TlsTestClient.h"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UCP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UCP_SANITIZED 1
+#endif
+#endif
+
 namespace ucp::test {
 namespace {
 
@@ -291,6 +299,13 @@ bool refused_handshakes(uint16_t port, int count, std::string& why) {
 }
 
 TEST_P(TlsOperations, TenThousandRefusedClientCertificatesLeaveRssFlat) {
+#ifdef UCP_SANITIZED
+  // A sanitizer's quarantine holds freed memory (RSS grew 1.5 MiB under ASan): its leak check
+  // at the server's exit is the test there, after fewer handshakes.
+  constexpr int kMeasured = 2000;
+#else
+  constexpr int kMeasured = 10000;
+#endif
   // One worker. Any CA will do: no client presents a certificate.
   ServerProcess server(http_server({"server.thread_num=1", "tls.verify_client=require",
                                     "tls.client_ca=" + files_.certificate("second")}));
@@ -300,17 +315,19 @@ TEST_P(TlsOperations, TenThousandRefusedClientCertificatesLeaveRssFlat) {
   // OpenSSL's caches, the allocator's arenas.
   ASSERT_TRUE(refused_handshakes(server.port(), 1000, why)) << why << server.output_tail();
   const int64_t warm = server.rss_kb();
-  ASSERT_TRUE(refused_handshakes(server.port(), 10000, why)) << why << server.output_tail();
+  ASSERT_TRUE(refused_handshakes(server.port(), kMeasured, why)) << why << server.output_tail();
   const int64_t after = server.rss_kb();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf(
-      "[ rss      ] 11,000 refused handshakes in %.1f s (server CPU %.1f s): RSS %lld KiB after "
-      "1,000, %lld KiB after 10,000 more (%+lld KiB)\n",
-      seconds, server.cpu_seconds(), static_cast<long long>(warm), static_cast<long long>(after),
-      static_cast<long long>(after - warm));
+      "[ rss      ] %d refused handshakes in %.1f s (server CPU %.1f s): RSS %lld KiB after "
+      "1,000, %lld KiB after %d more (%+lld KiB)\n",
+      1000 + kMeasured, seconds, server.cpu_seconds(), static_cast<long long>(warm),
+      static_cast<long long>(after), kMeasured, static_cast<long long>(after - warm));
   ASSERT_GT(warm, 0);
+#ifndef UCP_SANITIZED
   EXPECT_LT(after - warm, 1024) << "RSS grew by more than 1 MiB";
+#endif
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
   EXPECT_EQ(server.count_output_lines("ERROR"), 0u) << server.output_tail();
 }
