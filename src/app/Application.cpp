@@ -313,8 +313,8 @@ int Application::run_service(Service& service, std::string_view what, bool adopt
     }
   }
 
-  // SIGHUP: the program's hook, then the TLS files read again (with the new configuration's
-  // names), so that new connections get the new certificate.
+  // SIGHUP: the program's hook, then the TLS context rebuilt from the new configuration's
+  // [tls] (its files read again), so that new connections get the new certificate and options.
   ReloadHook reload = [this](const Config& fresh) -> Result<void, Error> {
     if (reload_hook_) {
       if (auto applied = reload_hook_(fresh); !applied) return applied;
@@ -385,7 +385,7 @@ Result<void, Error> Application::reload_tls(const Config& fresh) {
     return {};
   }
   if (auto reloaded = runtime_->tls->reload(*options); !reloaded) return reloaded;
-  LOG_INFO("tls: certificate files read again ({}): new connections use them",
+  LOG_INFO("tls: certificate files read again ({}), [tls] applied: new connections use them",
            options->certificates.front().certificate);
   return {};
 }

@@ -184,6 +184,8 @@ void declare_http(ConfigSchema& schema) {
              "close a connection whose peer reads nothing this long; 0 = never");
 }
 
+// Every key but `enable` is reloadable: a SIGHUP builds the context for new connections from
+// the whole section (Application::reload_tls), so each of them takes effect at once.
 void declare_tls(ConfigSchema& schema) {
   auto& t = schema.section("tls", "TLS on server.port: HTTPS, WSS, TLS echo (docs/tls.md)");
   t.flag("enable", false,
@@ -204,21 +206,26 @@ void declare_tls(ConfigSchema& schema) {
       .reloadable();
   t.choice("min_version", "1.2", {"1.2", "1.3"},
            "oldest TLS version offered (1.0, 1.1 and SSL never are)")
-      .noun("a TLS version");
+      .noun("a TLS version")
+      .reloadable();
   t.list("alpn", {"http/1.1"},
          "ALPN protocols offered, preferred first; empty = no ALPN (a client offering none of "
-         "them is refused)");
+         "them is refused)")
+      .reloadable();
   t.flag("session_tickets", true,
-         "resumption by session tickets (keys in memory, rotated hourly, shared by the workers)");
+         "resumption by session tickets (keys in memory, rotated hourly, shared by the workers)")
+      .reloadable();
   t.text("client_ca", "",
          "PEM file of the CAs client certificates must chain to; empty = none asked (SIGHUP "
          "reloads it)")
       .reloadable();
   t.choice("verify_client", "none", {"none", "optional", "require"},
            "client certificates: none asked | optional (an invalid one is refused) | require")
-      .noun("a verify mode");
+      .noun("a verify mode")
+      .reloadable();
   t.duration("handshake_timeout_ms", milliseconds(10000), milliseconds(1), kOneHour,
-             "a handshake that takes longer fails and the connection closes");
+             "a handshake that takes longer fails and the connection closes")
+      .reloadable();
 }
 
 // The configuration key a TLS context error is about: its message names the file first.

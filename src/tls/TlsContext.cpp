@@ -403,6 +403,10 @@ Result<std::shared_ptr<const TlsContext>, Error> TlsContext::server(const TlsOpt
     if (auto used = use_certificate(ctx.get(), files, *loaded); !used) {
       return Failure{used.error()};
     }
+    // The server's order decides (AES-GCM first, the strongest a client offers), except that a
+    // client listing ChaCha20 first gets it (it has no AES instructions): as testssl asks, and
+    // as Go and Caddy do.
+    SSL_CTX_set_options(ctx.get(), SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA);
     // Stateless resumption only: tickets carry the session, the server keeps no cache (no
     // lock shared by the workers, no memory per client). A ticket's lifetime is one rotation.
     SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);

@@ -192,6 +192,8 @@ TEST_F(TlsContextFiles, NeitherVersionBelow12NorWeakCiphersAreOffered) {
   EXPECT_NE(SSL_CTX_get_options(ctx) & SSL_OP_NO_RENEGOTIATION, 0u);
   EXPECT_NE(SSL_CTX_get_options(ctx) & SSL_OP_NO_COMPRESSION, 0u);
   EXPECT_EQ(SSL_CTX_get_options(ctx) & SSL_OP_IGNORE_UNEXPECTED_EOF, 0u);
+  EXPECT_NE(SSL_CTX_get_options(ctx) & SSL_OP_CIPHER_SERVER_PREFERENCE, 0u);
+  EXPECT_NE(SSL_CTX_get_options(ctx) & SSL_OP_PRIORITIZE_CHACHA, 0u);
   STACK_OF(SSL_CIPHER)* ciphers = SSL_CTX_get_ciphers(ctx);
   ASSERT_NE(ciphers, nullptr);
   for (int i = 0; i < sk_SSL_CIPHER_num(ciphers); ++i) {

@@ -120,6 +120,36 @@ TEST(TlsSession, Tls12HandshakeWhenTheClientStopsAt12) {
   EXPECT_EQ(l.receive(l.server).text, "ping");
 }
 
+// The server's cipher order decides (AES-128-GCM before AES-256-GCM), except for a client that
+// lists ChaCha20 first: it gets ChaCha20 (SSL_OP_PRIORITIZE_CHACHA).
+TEST(TlsSession, TheServersCipherOrderDecidesButAChaChaFirstClientGetsChaCha) {
+  auto server = make_server(server_options());
+  const auto negotiated = [&](TlsVersion version, const char* ciphers, const char* suites) {
+    auto options = client_options();
+    options.max_version = version;
+    options.ciphers = ciphers;
+    options.ciphersuites = suites;
+    auto client = make_client(options);
+    auto l = link(*client, *server);
+    EXPECT_TRUE(l.handshake().ok());
+    return std::string(l.server.cipher());
+  };
+  EXPECT_EQ(
+      negotiated(TlsVersion::k1_2, "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256",
+                 kDefaultCiphersuites),
+      "ECDHE-ECDSA-AES128-GCM-SHA256");
+  EXPECT_EQ(
+      negotiated(TlsVersion::k1_2, "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256",
+                 kDefaultCiphersuites),
+      "ECDHE-ECDSA-CHACHA20-POLY1305");
+  EXPECT_EQ(negotiated(TlsVersion::k1_3, kDefaultCiphers,
+                       "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256"),
+            "TLS_AES_128_GCM_SHA256");
+  EXPECT_EQ(negotiated(TlsVersion::k1_3, kDefaultCiphers,
+                       "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256"),
+            "TLS_CHACHA20_POLY1305_SHA256");
+}
+
 TEST(TlsSession, RsaCertificateServesBothVersions) {
   auto server = make_server(server_options({files(pki().rsa)}));
   for (auto version : {TlsVersion::k1_2, TlsVersion::k1_3}) {
