@@ -29,6 +29,10 @@
 #     defaults to half of UCP's full handshakes per server-CPU-second measured in this run (the
 #     handshake part), the same rate for both servers. Figures: p99 (and p99.9) of the
 #     established connections, storm / quiet, UCP / nginx.
+#   - wss: WebSocket echo over TLS, UCP (bin/proactor_test, server.protocol = websocket, [tls])
+#     beside Boost.Beast over beast::ssl_stream (bin/beast_wss_echo, the same TLS set-up), driven
+#     by bin/ws_bench_client --tls (every connection keeps one binary message of each of
+#     WSS_SIZES bytes in flight; handshakes before the clock): messages per server-CPU-second.
 #   - idle: IDLE_CONNS idle connections (each made one keep-alive GET, over TLS or plain), the
 #     server's RSS growth per connection (VmRSS of /proc/PID/status, as scripts/idle-memory.sh).
 # Each cell runs RUNS times with the servers interleaved (ucp nginx ucp ...), so that drift in
@@ -37,16 +41,18 @@
 #   scripts/bench-tls.sh                        # everything, 3 runs each
 #   SMOKE=1 scripts/bench-tls.sh                # a smoke run: 1 run, 1 s cells, 100 conns
 #   PARTS="handshake storm" scripts/bench-tls.sh
+#   PARTS=wss WSS_SIZES=64 scripts/bench-tls.sh
 #
 # Environment: RUNS [3], DURATION [5] s measured per run (after WARMUP [1] s), CONNS_LIST
 # ["100 1000"], KA_CLIENTS ["wrk bench_client"], KA_SERVERS ["ucp-plain ucp-https nginx-plain nginx-https"], HS_SECONDS
 # [DURATION], HS_CLIENTS [2], STORM_CONNS [100], STORM_RATE [2000] requests/s, STORM_HS_RATE
-# [half the measured capacity; 1000 without the handshake part], IDLE_CONNS [5000], PARTS
-# ["keepalive handshake storm idle"], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [0], UCP_BIN_DIR
+# [half the measured capacity; 1000 without the handshake part], WSS_SIZES ["64 4096"],
+# WSS_CONNS_LIST [CONNS_LIST], IDLE_CONNS [5000], PARTS ["keepalive handshake storm wss idle"], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [0], UCP_BIN_DIR
 # [bin], OUT [bench/results/<date>-tls.md], SMOKE [0] (1: RUNS=1 DURATION=1 WARMUP=0
 # CONNS_LIST=100 IDLE_CONNS=200 unless set). Needs bin/http_server and bin/bench_client
 # (cmake --build build/release --target http_server bench_client), wrk, h2load, openssl and
-# nginx (scripts/install-deps.sh bench). Run it on an otherwise idle machine.
+# nginx (scripts/install-deps.sh bench); the wss part bin/proactor_test, bin/ws_bench_client
+# and bin/beast_wss_echo (cmake -DUCP_BENCH=ON, Boost). Run it on an otherwise idle machine.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -68,7 +74,9 @@ STORM_CONNS=${STORM_CONNS:-100}
 STORM_RATE=${STORM_RATE:-2000}
 STORM_HS_RATE=${STORM_HS_RATE:-}
 IDLE_CONNS=${IDLE_CONNS:-5000}
-PARTS=${PARTS:-keepalive handshake storm idle}
+WSS_SIZES=${WSS_SIZES:-64 4096}
+WSS_CONNS_LIST=${WSS_CONNS_LIST:-$CONNS_LIST}
+PARTS=${PARTS:-keepalive handshake storm wss idle}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 NICE=${NICE:-0}
@@ -83,6 +91,11 @@ die() {
 for tool in http_server bench_client; do
   [ -x "$BIN/$tool" ] || die "$BIN/$tool not found (cmake --build build/release --target $tool)"
 done
+if [[ " $PARTS " == *" wss "* ]]; then
+  for tool in proactor_test ws_bench_client beast_wss_echo; do
+    [ -x "$BIN/$tool" ] || die "$BIN/$tool not found (cmake -DUCP_BENCH=ON; cmake --build build/release --target $tool)"
+  done
+fi
 for tool in taskset wrk h2load openssl nginx curl python3; do
   command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh bench)"
 done
@@ -137,6 +150,22 @@ start_server() {
       SERVER_PID=$!
       wait_listening "$tls_port" "$name" "$WORK/server.log"
       [ "$name" = nginx-https ] && PORT=$tls_port
+      ;;
+    ucp-wss)
+      (pinned "$SERVER_CPUS" "$BIN/proactor_test" config/ucp.conf --set server.ip=127.0.0.1 \
+        --set server.port="$PORT" --set server.protocol=websocket --set server.thread_num=1 \
+        --set server.read_timeout_ms=0 --set server.max_connections=200000 --set log.console=true \
+        --set log.file= --set log.level=WARN --set tls.enable=true \
+        --set tls.certificate="$WORK/cert.pem" --set tls.private_key="$WORK/key.pem" \
+        --set tls.min_version=1.3 >"$WORK/server.log" 2>&1) &
+      SERVER_PID=$!
+      wait_listening "$PORT" "$name" "$WORK/server.log"
+      ;;
+    beast-wss)
+      (pinned "$SERVER_CPUS" "$BIN/beast_wss_echo" -p "$PORT" -c "$WORK/cert.pem" \
+        -k "$WORK/key.pem" >"$WORK/server.log" 2>&1) &
+      SERVER_PID=$!
+      wait_listening "$PORT" "$name" "$WORK/server.log"
       ;;
     *) die "unknown server $name" ;;
   esac
@@ -333,6 +362,20 @@ PY
   stop_server
 }
 
+# run_wss NAME SIZE CONNS RUN: one ws_bench_client --tls run against the WSS echo server.
+run_wss() {
+  local name=$1 size=$2 conns=$3 run=$4 line json
+  start_server "$name"
+  line=$( (pinned "$CLIENT_CPUS" timeout $((WARMUP + DURATION + 90)) "$BIN/ws_bench_client" \
+    -h 127.0.0.1 -p "$PORT" -c "$conns" -s "$size" -d "$DURATION" -w "$WARMUP" --tls \
+    --server-pid "$SERVER_PID") 2>>"$WORK/client.log" | grep '^result' || true)
+  stop_server
+  [ -n "$line" ] || line="result messages=0 errors=-1"
+  json=$(python3 -c 'import json, sys; print(json.dumps({k: float(v) for k, v in (f.split("=", 1) for f in sys.argv[1].split()[1:])}))' "$line")
+  echo "wss-$size $name $conns $run $json" >>"$WORK/results"
+  echo "  wss $size B x $conns conns, $name run $run: $line" >&2
+}
+
 # idle_memory NAME RUN: the server's RSS growth per idle connection (one GET made on each).
 idle_memory() {
   local name=$1 run=$2 before after holder
@@ -426,6 +469,15 @@ if [[ " $PARTS " == *" storm "* ]]; then
   echo "bench-tls: storm at $STORM_HS_RATE new connections/s" >&2
   for run in $(seq "$RUNS"); do
     for server in ucp-https nginx-https; do run_storm "$server" "$run"; done
+  done
+fi
+if [[ " $PARTS " == *" wss "* ]]; then
+  for run in $(seq "$RUNS"); do
+    for size in $WSS_SIZES; do
+      for conns in $WSS_CONNS_LIST; do
+        for server in ucp-wss beast-wss; do run_wss "$server" "$size" "$conns" "$run"; done
+      done
+    done
   done
 fi
 if [[ " $PARTS " == *" idle "* ]]; then
@@ -553,6 +605,31 @@ if st:
     if len(p99) == 2:
         print(f"\nStorm p99 UCP / nginx (target <= 1.0x): "
               f"{ratio(p99['ucp-https'][1], p99['nginx-https'][1])}.")
+wss = sorted({(int(k[4:]), c) for k, _, c in rows if k.startswith("wss-")})
+if wss:
+    print(f"\n## WSS echo: messages per server-CPU-second (bin/ws_bench_client --tls, one binary "
+          f"message in flight per connection, {duration} s)\n")
+    print("| size | conns | server | msgs/s | server CPU % | msgs/CPU-s | p99 µs | errors |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    wnames = {"ucp-wss": "UCP proactor_test (websocket, TLS)", "beast-wss": "Boost.Beast over ssl_stream"}
+    def wm(size, conns, s, key):
+        return med([j.get(key, float("nan")) for j in rows.get((f"wss-{size}", s, conns), [])
+                    if j.get("messages", 0) > 0])
+    for size, conns in wss:
+        for s in ("ucp-wss", "beast-wss"):
+            vs = rows.get((f"wss-{size}", s, conns), [])
+            if not vs: continue
+            cpu = wm(size, conns, s, "server_cpu_s"); secs = wm(size, conns, s, "seconds")
+            print(f"| {size} | {conns} | {wnames[s]} | {wm(size, conns, s, 'msgs_per_s'):.0f} | "
+                  f"{100 * cpu / secs if secs == secs and secs else float('nan'):.0f} | "
+                  f"{wm(size, conns, s, 'msgs_per_server_cpu_s'):.0f} | {wm(size, conns, s, 'p99_us'):.0f} | "
+                  f"{sum(int(j.get('errors', 0)) for j in vs)} |")
+    print()
+    print("| size | conns | UCP / Beast msgs/CPU-s (target >= 1.3x) | p99 UCP / Beast |")
+    print("|---:|---:|---:|---:|")
+    for size, conns in wss:
+        print(f"| {size} | {conns} | {ratio(wm(size, conns, 'ucp-wss', 'msgs_per_server_cpu_s'), wm(size, conns, 'beast-wss', 'msgs_per_server_cpu_s'))} | "
+              f"{ratio(wm(size, conns, 'ucp-wss', 'p99_us'), wm(size, conns, 'beast-wss', 'p99_us'))} |")
 idle = [s for s in ("ucp-https", "nginx-https", "ucp-plain", "nginx-plain") if any(k == "idle" and n == s for k, n, _ in rows)]
 if idle:
     print("\n## Idle connection memory (server RSS growth / connections, each made one keep-alive GET)\n")
