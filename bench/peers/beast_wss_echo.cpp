@@ -129,10 +129,10 @@ int main(int argc, char** argv) {
   if (!ec) tls.use_certificate_chain_file(certificate, ec);
   if (!ec) tls.use_private_key_file(key, ssl::context::pem, ec);
   SSL_CTX* native = tls.native_handle();
+  const char* suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
   if (ec || SSL_CTX_set_min_proto_version(native, TLS1_3_VERSION) != 1 ||
       SSL_CTX_set1_groups_list(native, "X25519:P-256") != 1 ||
-      SSL_CTX_set_ciphersuites(
-          native, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") != 1) {
+      SSL_CTX_set_ciphersuites(native, suites) != 1) {
     std::fprintf(stderr, "beast_wss_echo: TLS set-up failed: %s\n",
                  ec ? ec.message().c_str() : "OpenSSL refused an option");
     return 1;
