@@ -36,7 +36,8 @@
 #   - idle: IDLE_CONNS idle connections (each made one keep-alive GET, over TLS or plain), the
 #     server's RSS growth per connection (VmRSS of /proc/PID/status, as scripts/idle-memory.sh).
 # Each cell runs RUNS times with the servers interleaved (ucp nginx ucp ...), so that drift in
-# the machine's load hits all alike; the report gives medians and the ratios of the medians.
+# the machine's load hits all alike (the idle part IDLE_RUNS times: memory does not drift with
+# the load); the report gives medians and the ratios of the medians.
 #
 #   scripts/bench-tls.sh                        # everything, 3 runs each
 #   SMOKE=1 scripts/bench-tls.sh                # a smoke run: 1 run, 1 s cells, 100 conns
@@ -44,15 +45,17 @@
 #   PARTS=wss WSS_SIZES=64 scripts/bench-tls.sh
 #
 # Environment: RUNS [3], DURATION [5] s measured per run (after WARMUP [1] s), CONNS_LIST
-# ["100 1000"], KA_CLIENTS ["wrk bench_client"], KA_SERVERS ["ucp-plain ucp-https nginx-plain nginx-https"], HS_SECONDS
-# [DURATION], HS_CLIENTS [2], STORM_CONNS [100], STORM_RATE [2000] requests/s, STORM_HS_RATE
-# [half the measured capacity; 1000 without the handshake part], WSS_SIZES ["64 4096"],
-# WSS_CONNS_LIST [CONNS_LIST], IDLE_CONNS [5000], PARTS ["keepalive handshake storm wss idle"], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [0], UCP_BIN_DIR
-# [bin], OUT [bench/results/<date>-tls.md], SMOKE [0] (1: RUNS=1 DURATION=1 WARMUP=0
-# CONNS_LIST=100 IDLE_CONNS=200 unless set). Needs bin/http_server and bin/bench_client
-# (cmake --build build/release --target http_server bench_client), wrk, h2load, openssl and
-# nginx (scripts/install-deps.sh bench); the wss part bin/proactor_test, bin/ws_bench_client
-# and bin/beast_wss_echo (cmake -DUCP_BENCH=ON, Boost). Run it on an otherwise idle machine.
+# ["100 1000"], KA_CLIENTS ["wrk bench_client"], KA_SERVERS ["ucp-plain ucp-https nginx-plain
+# nginx-https"], HS_SECONDS [DURATION], HS_CLIENTS [2], STORM_CONNS [100], STORM_RATE [2000]
+# requests/s, STORM_HS_RATE [half the measured capacity; 1000 without the handshake part],
+# WSS_SIZES ["64 4096"], WSS_CONNS_LIST [CONNS_LIST], IDLE_CONNS [5000], IDLE_RUNS [1], PARTS
+# ["keepalive handshake storm wss idle"], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [0],
+# UCP_BIN_DIR [bin], OUT [bench/results/<date>-tls.md], SMOKE [0] (1: RUNS=1 DURATION=1
+# WARMUP=0 CONNS_LIST=100 IDLE_CONNS=200 unless set). Needs bin/http_server and
+# bin/bench_client (cmake --build build/release --target http_server bench_client), wrk, h2load,
+# openssl and nginx (scripts/install-deps.sh bench); the wss part bin/proactor_test,
+# bin/ws_bench_client and bin/beast_wss_echo (cmake -DUCP_BENCH=ON, Boost). Run it on an
+# otherwise idle machine.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -74,6 +77,7 @@ STORM_CONNS=${STORM_CONNS:-100}
 STORM_RATE=${STORM_RATE:-2000}
 STORM_HS_RATE=${STORM_HS_RATE:-}
 IDLE_CONNS=${IDLE_CONNS:-5000}
+IDLE_RUNS=${IDLE_RUNS:-1}
 WSS_SIZES=${WSS_SIZES:-64 4096}
 WSS_CONNS_LIST=${WSS_CONNS_LIST:-$CONNS_LIST}
 PARTS=${PARTS:-keepalive handshake storm wss idle}
@@ -169,7 +173,14 @@ start_server() {
       ;;
     *) die "unknown server $name" ;;
   esac
-  if [[ $name == *-https ]]; then URL=https://127.0.0.1:$PORT/healthz; else URL=http://127.0.0.1:$PORT/healthz; fi
+  URL=http://127.0.0.1:$PORT/healthz
+  [[ $name == *-https ]] && URL=https://127.0.0.1:$PORT/healthz
+  return 0
+}
+
+# client_errors JSON: the client log's last lines on stderr when the run counted errors.
+client_errors() {
+  [[ $1 == *'"errors":0,'* ]] || tail -n 3 "$WORK/client.log" | sed 's/^/    client: /' >&2
 }
 
 # ucp_tls_counts: "HANDSHAKES_OK RESUMED" from UCP's /metrics (its own request is one more).
@@ -186,9 +197,12 @@ run_keepalive_bench_client() {
   local name=$1 conns=$2 run=$3 json tls=()
   start_server "$name"
   [[ $name == *-https ]] && tls=(--tls)
-  json=$( (pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" "${tls[@]}"     --http /healthz -c "$conns" -d "$DURATION" -w "$WARMUP" --json --server-pid "$SERVER_PID")     2>>"$WORK/client.log" | tail -1) || true
+  json=$( (pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" "${tls[@]}" \
+    --http /healthz -c "$conns" -d "$DURATION" -w "$WARMUP" --json --server-pid "$SERVER_PID") \
+    2>>"$WORK/client.log" | tail -1) || true
   stop_server
   [ -n "$json" ] || json='{"qps":0,"p99_us":0,"errors":1,"requests":0,"seconds":0,"server_cpu_s":-1}'
+  client_errors "$json"
   echo "ka-bench_client $name $conns $run $json" >>"$WORK/results"
   python3 - "$json" "keepalive bench_client $name $conns conns run $run" >&2 <<'PY'
 import json, sys
@@ -297,7 +311,8 @@ out = sys.argv[1]
 sign = re.search(r"^\s*256 bits ecdsa \(nistp256\)\s+\S+s\s+\S+s\s+([\d.]+)", out, re.M)
 x = re.search(r"^\s*253 bits ecdh \(X25519\)\s+\S+s\s+([\d.]+)", out, re.M)
 print(f"ceiling openssl 0 {sys.argv[2]} " + json.dumps(
-    {"sign_per_s": float(sign.group(1)) if sign else 0.0, "x25519_per_s": float(x.group(1)) if x else 0.0}))
+    {"sign_per_s": float(sign.group(1)) if sign else 0.0,
+     "x25519_per_s": float(x.group(1)) if x else 0.0}))
 PY
   tail -1 "$WORK/results" | sed 's/^/  /' >&2
 }
@@ -324,6 +339,7 @@ run_storm() {
       -c "$STORM_CONNS" --rate "$STORM_RATE" -d "$DURATION" -w "$WARMUP" --json \
       --server-pid "$SERVER_PID") 2>>"$WORK/client.log" | tail -1) || true
     [ -n "$json" ] || json='{"p99_us":0,"p999_us":0,"errors":1,"server_cpu_s":-1,"seconds":0}'
+    client_errors "$json"
     local storm_json='{}'
     if [ -n "$storm_pid" ]; then
       for _ in $(seq 1 $((10 * (WARMUP + DURATION + 30)))); do
@@ -346,7 +362,9 @@ print(json.dumps({"storm_conns": int(done.group(2)) if done else 0, "storm_s": s
 PY
 )
     fi
-    json=$(python3 -c 'import json,sys; a=json.loads(sys.argv[1]); a.update(json.loads(sys.argv[2])); print(json.dumps(a))' "$json" "$storm_json")
+    json=$(python3 -c 'import json, sys
+a = json.loads(sys.argv[1]); a.update(json.loads(sys.argv[2])); print(json.dumps(a))' \
+      "$json" "$storm_json")
     echo "storm-$phase $name 0 $run $json" >>"$WORK/results"
     python3 - "$json" "storm $name $phase run $run" >&2 <<'PY'
 import json, sys
@@ -371,7 +389,9 @@ run_wss() {
     --server-pid "$SERVER_PID") 2>>"$WORK/client.log" | grep '^result' || true)
   stop_server
   [ -n "$line" ] || line="result messages=0 errors=-1"
-  json=$(python3 -c 'import json, sys; print(json.dumps({k: float(v) for k, v in (f.split("=", 1) for f in sys.argv[1].split()[1:])}))' "$line")
+  json=$(python3 -c 'import json, sys
+print(json.dumps({k: float(v) for k, v in (f.split("=", 1) for f in sys.argv[1].split()[1:])}))' \
+    "$line")
   echo "wss-$size $name $conns $run $json" >>"$WORK/results"
   echo "  wss $size B x $conns conns, $name run $run: $line" >&2
 }
@@ -481,7 +501,7 @@ if [[ " $PARTS " == *" wss "* ]]; then
   done
 fi
 if [[ " $PARTS " == *" idle "* ]]; then
-  for run in $(seq "$RUNS"); do
+  for run in $(seq "$IDLE_RUNS"); do
     for server in ucp-https nginx-https ucp-plain nginx-plain; do idle_memory "$server" "$run"; done
   done
 fi
@@ -586,9 +606,11 @@ if st:
           f"loop at {storm_rate} requests/s ({duration} s, latency from each request's due time), "
           f"quiet and while `h2load --h1 -r` opens {storm_hs_rate} new connections/s (full "
           "handshakes, one GET each; about half of UCP's measured full-handshake capacity per "
-          "server-CPU-second), the same rate for both servers.\n")
-    print("| server | p99 µs quiet | p99 µs storm | storm / quiet (target <= 2x) | p99.9 µs quiet | p99.9 µs storm | server CPU % quiet / storm | storm connections/s (h2load) | UCP /metrics in the storm phase: full / resumed handshakes (with the measured connections) | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "server-CPU-second), the same rate for both servers. Client-limited: bench_client's "
+          "own pacing delay (p99) was over a tenth of the p99 it measured, so the client's CPU, "
+          "shared with h2load, is part of that figure.\n")
+    print("| server | p99 µs quiet | p99 µs storm | storm / quiet (target <= 2x) | p99.9 µs quiet | p99.9 µs storm | server CPU % quiet / storm | storm connections/s (h2load) | UCP /metrics in the storm phase: full / resumed handshakes (with the measured connections) | runs the client called client-limited, quiet / storm | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     p99 = {}
     for s in st:
         q = rows[("storm-quiet", s, 0)]; w = rows.get(("storm-storm", s, 0), [])
@@ -601,6 +623,8 @@ if st:
         print(f"| {names[s]} | {p99[s][0]:.0f} | {p99[s][1]:.0f} | {ratio(p99[s][1], p99[s][0])} | "
               f"{med([j.get('p999_us', 0) for j in q]):.0f} | {med([j.get('p999_us', 0) for j in w]):.0f} | "
               f"{cpu_pct(q):.0f} / {cpu_pct(w):.0f} | {hs_s:.0f} | {full} | "
+              f"{sum(bool(j.get('client_limited')) for j in q)} / "
+              f"{sum(bool(j.get('client_limited')) for j in w)} | "
               f"{sum(j.get('errors', 0) for j in q + w)} |")
     if len(p99) == 2:
         print(f"\nStorm p99 UCP / nginx (target <= 1.0x): "
