@@ -33,6 +33,11 @@
 #     beside Boost.Beast over beast::ssl_stream (bin/beast_wss_echo, the same TLS set-up), driven
 #     by bin/ws_bench_client --tls (every connection keeps one binary message of each of
 #     WSS_SIZES bytes in flight; handshakes before the clock): messages per server-CPU-second.
+#   - instr: user-space instructions per keep-alive request (valgrind's callgrind, the counters
+#     zeroed after a warm-up and dumped after INSTR_SECONDS of bin/bench_client --http /healthz
+#     [--tls] on INSTR_CONNS connections), UCP (epoll backend: callgrind cannot run io_uring)
+#     and nginx, each over HTTP and HTTPS: what TLS adds to a request, free of the machine's
+#     noise (INSTR_RUNS times; the kernel's share is not in it).
 #   - idle: IDLE_CONNS idle connections (each made one keep-alive GET, over TLS or plain), the
 #     server's RSS growth per connection (VmRSS of /proc/PID/status, as scripts/idle-memory.sh).
 # Each cell runs RUNS times with the servers interleaved (ucp nginx ucp ...), so that drift in
@@ -48,13 +53,14 @@
 # ["100 1000"], KA_CLIENTS ["wrk bench_client"], KA_SERVERS ["ucp-plain ucp-https nginx-plain
 # nginx-https"], HS_SECONDS [DURATION], HS_CLIENTS [2], STORM_CONNS [100], STORM_RATE [2000]
 # requests/s, STORM_HS_RATE [half the measured capacity; 1000 without the handshake part],
-# WSS_SIZES ["64 4096"], WSS_CONNS_LIST [CONNS_LIST], IDLE_CONNS [5000], IDLE_RUNS [1], PARTS
-# ["keepalive handshake storm wss idle"], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [0],
-# UCP_BIN_DIR [bin], OUT [bench/results/<date>-tls.md], SMOKE [0] (1: RUNS=1 DURATION=1
-# WARMUP=0 CONNS_LIST=100 IDLE_CONNS=200 unless set). Needs bin/http_server and
-# bin/bench_client (cmake --build build/release --target http_server bench_client), wrk, h2load,
-# openssl and nginx (scripts/install-deps.sh bench); the wss part bin/proactor_test,
-# bin/ws_bench_client and bin/beast_wss_echo (cmake -DUCP_BENCH=ON, Boost). Run it on an
+# WSS_SIZES ["64 4096"], WSS_CONNS_LIST [CONNS_LIST], INSTR_SECONDS [3], INSTR_CONNS [10],
+# INSTR_RUNS [1], IDLE_CONNS [5000], IDLE_RUNS [1], PARTS ["keepalive handshake storm wss instr
+# idle"], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [0], UCP_BIN_DIR [bin], OUT
+# [bench/results/<date>-tls.md], SMOKE [0] (1: RUNS=1 DURATION=1 WARMUP=0 CONNS_LIST=100
+# IDLE_CONNS=200 unless set). Needs bin/http_server and bin/bench_client (cmake --build
+# build/release --target http_server bench_client), wrk, h2load, openssl and nginx
+# (scripts/install-deps.sh bench); the wss part bin/proactor_test, bin/ws_bench_client and
+# bin/beast_wss_echo (cmake -DUCP_BENCH=ON, Boost); the instr part valgrind. Run it on an
 # otherwise idle machine.
 set -euo pipefail
 
@@ -80,7 +86,10 @@ IDLE_CONNS=${IDLE_CONNS:-5000}
 IDLE_RUNS=${IDLE_RUNS:-1}
 WSS_SIZES=${WSS_SIZES:-64 4096}
 WSS_CONNS_LIST=${WSS_CONNS_LIST:-$CONNS_LIST}
-PARTS=${PARTS:-keepalive handshake storm wss idle}
+INSTR_SECONDS=${INSTR_SECONDS:-3}
+INSTR_CONNS=${INSTR_CONNS:-10}
+INSTR_RUNS=${INSTR_RUNS:-1}
+PARTS=${PARTS:-keepalive handshake storm wss instr idle}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 NICE=${NICE:-0}
@@ -98,6 +107,11 @@ done
 if [[ " $PARTS " == *" wss "* ]]; then
   for tool in proactor_test ws_bench_client beast_wss_echo; do
     [ -x "$BIN/$tool" ] || die "$BIN/$tool not found (cmake -DUCP_BENCH=ON; cmake --build build/release --target $tool)"
+  done
+fi
+if [[ " $PARTS " == *" instr "* ]]; then
+  for tool in valgrind callgrind_control; do
+    command -v "$tool" >/dev/null || die "$tool not found (scripts/install-deps.sh memcheck)"
   done
 fi
 for tool in taskset wrk h2load openssl nginx curl python3; do
@@ -396,6 +410,57 @@ print(json.dumps({k: float(v) for k, v in (f.split("=", 1) for f in sys.argv[1].
   echo "  wss $size B x $conns conns, $name run $run: $line" >&2
 }
 
+# instructions NAME RUN: the server under callgrind; its user-space instructions per request.
+instructions() {
+  local name=$1 run=$2 tls=() json requests total
+  PORT=$(free_port)
+  rm -f "$WORK"/callgrind.*
+  local grind=(valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.%p")
+  case $name in
+    ucp-plain | ucp-https)
+      local keys=()
+      if [ "$name" = ucp-https ]; then
+        keys=(--set tls.enable=true --set tls.certificate="$WORK/cert.pem"
+          --set tls.private_key="$WORK/key.pem" --set tls.min_version=1.3)
+      fi
+      (pinned "$SERVER_CPUS" "${grind[@]}" "$BIN/http_server" config/ucp.conf \
+        --set server.ip=127.0.0.1 --set server.port="$PORT" --set server.thread_num=1 \
+        --set server.read_timeout_ms=0 --set event_loop.backend=epoll --set http.root="$WORK/www" \
+        --set log.console=true --set log.file= --set log.level=WARN "${keys[@]}" \
+        >"$WORK/server.log" 2>&1) &
+      SERVER_PID=$!
+      ;;
+    nginx-plain | nginx-https)
+      local tls_port
+      tls_port=$(free_port)
+      rm -rf "$WORK/nginx" && mkdir -p "$WORK/nginx"
+      sed -e "s/@PORT@/$PORT/g" -e "s/@TLS_PORT@/$tls_port/g" -e "s|@PREFIX@|$WORK/nginx|g" \
+        -e "s|@CERT@|$WORK/cert.pem|g" -e "s|@KEY@|$WORK/key.pem|g" \
+        bench/peers/nginx-https.conf.in >"$WORK/nginx/nginx.conf"
+      (pinned "$SERVER_CPUS" "${grind[@]}" nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" \
+        >"$WORK/server.log" 2>&1) &
+      SERVER_PID=$!
+      [ "$name" = nginx-https ] && PORT=$tls_port
+      ;;
+  esac
+  for _ in $(seq 1 600); do
+    ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q LISTEN && break
+    sleep 0.1
+  done
+  [[ $name == *-https ]] && tls=(--tls)
+  (pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" "${tls[@]}" --http /healthz \
+    -c "$INSTR_CONNS" -d 1 --json) >/dev/null 2>>"$WORK/client.log" || true
+  callgrind_control -z "$SERVER_PID" >/dev/null 2>&1 || true
+  json=$( (pinned "$CLIENT_CPUS" "$BIN/bench_client" -h 127.0.0.1 -p "$PORT" "${tls[@]}" \
+    --http /healthz -c "$INSTR_CONNS" -d "$INSTR_SECONDS" --json) 2>>"$WORK/client.log" | tail -1) || true
+  callgrind_control -d "$SERVER_PID" >/dev/null 2>&1 || true
+  stop_server
+  requests=$(python3 -c 'import json, sys; print(int(json.loads(sys.argv[1] or "{}").get("requests", 0)))' "$json")
+  total=$(awk '/^(summary|totals):/ {print $2; exit}' "$WORK"/callgrind.*.1 2>/dev/null || true)
+  echo "instr $name 0 $run {\"requests\":$requests,\"instructions\":${total:-0}}" >>"$WORK/results"
+  echo "  instr $name run $run: ${total:-?} instructions for $requests requests" >&2
+}
+
 # idle_memory NAME RUN: the server's RSS growth per idle connection (one GET made on each).
 idle_memory() {
   local name=$1 run=$2 before after holder
@@ -498,6 +563,11 @@ if [[ " $PARTS " == *" wss "* ]]; then
         for server in ucp-wss beast-wss; do run_wss "$server" "$size" "$conns" "$run"; done
       done
     done
+  done
+fi
+if [[ " $PARTS " == *" instr "* ]]; then
+  for run in $(seq "$INSTR_RUNS"); do
+    for server in ucp-plain ucp-https nginx-plain nginx-https; do instructions "$server" "$run"; done
   done
 fi
 if [[ " $PARTS " == *" idle "* ]]; then
@@ -654,6 +724,21 @@ if wss:
     for size, conns in wss:
         print(f"| {size} | {conns} | {ratio(wm(size, conns, 'ucp-wss', 'msgs_per_server_cpu_s'), wm(size, conns, 'beast-wss', 'msgs_per_server_cpu_s'))} | "
               f"{ratio(wm(size, conns, 'ucp-wss', 'p99_us'), wm(size, conns, 'beast-wss', 'p99_us'))} |")
+instr = [s for s in ("ucp-plain", "ucp-https", "nginx-plain", "nginx-https") if ("instr", s, 0) in rows]
+if instr:
+    print("\n## User-space instructions per keep-alive request (callgrind; UCP on the epoll backend)\n")
+    print("| server | instructions per request | runs |")
+    print("|---|---:|---:|")
+    ipr = {}
+    for s in instr:
+        vs = [j for j in rows[("instr", s, 0)] if j["requests"] > 0 and j["instructions"] > 0]
+        ipr[s] = med([j["instructions"] / j["requests"] for j in vs])
+        print(f"| {names[s]} | {ipr[s]:.0f} | {len(vs)} |")
+    if len(ipr) == 4:
+        print(f"\nWhat TLS adds per request: UCP {ipr['ucp-https'] - ipr['ucp-plain']:.0f}, nginx "
+              f"{ipr['nginx-https'] - ipr['nginx-plain']:.0f} instructions; UCP / nginx: HTTP "
+              f"{ratio(ipr['ucp-plain'], ipr['nginx-plain'])}, HTTPS "
+              f"{ratio(ipr['ucp-https'], ipr['nginx-https'])}.")
 idle = [s for s in ("ucp-https", "nginx-https", "ucp-plain", "nginx-plain") if any(k == "idle" and n == s for k, n, _ in rows)]
 if idle:
     print("\n## Idle connection memory (server RSS growth / connections, each made one keep-alive GET)\n")
