@@ -528,6 +528,7 @@ echo "bench-tls: parts $PARTS; $RUNS runs x ${DURATION} s (+${WARMUP} s warm-up)
   "$CONNS_LIST conns ($KA_SERVERS); handshakes $HS_CLIENTS x s_time for ${HS_SECONDS} s;" \
   "storm: $STORM_CONNS conns at $STORM_RATE req/s; $IDLE_CONNS idle; server cpus $SERVER_CPUS," \
   "client cpus $CLIENT_CPUS, $(nproc) CPUs, kernel $(uname -r), $(openssl version)" >&2
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$WORK/results"
 if [[ " $PARTS " == *" keepalive "* ]]; then
   for run in $(seq "$RUNS"); do
@@ -577,8 +578,19 @@ if [[ " $PARTS " == *" idle "* ]]; then
 fi
 
 mkdir -p "$(dirname "$OUT")"
+{
+  echo "# TLS: UCP beside nginx (and Boost.Beast for WSS), $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "scripts/bench-tls.sh (PARTS=\"$PARTS\" RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP" \
+    "CONNS_LIST=\"$CONNS_LIST\" WSS_CONNS_LIST=\"$WSS_CONNS_LIST\" IDLE_CONNS=$IDLE_CONNS)," \
+    "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs, kernel" \
+    "$(uname -r), $(openssl version | cut -d' ' -f1-2), nginx $(nginx -v 2>&1 | sed 's|.*/||')." \
+    "Load average (1, 5, 15 min) $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at" \
+    "the end."
+  echo
+} >"$OUT"
 python3 - "$WORK/results" "$RUNS" "$DURATION" "$HS_SECONDS" "$HS_CLIENTS" "$STORM_CONNS" \
-  "$STORM_RATE" "${STORM_HS_RATE:-0}" "$KA_SERVERS" >"$OUT" <<'PY'
+  "$STORM_RATE" "${STORM_HS_RATE:-0}" "$KA_SERVERS" >>"$OUT" <<'PY'
 import json, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
