@@ -21,7 +21,10 @@
 #     side. The ceiling beside it is OpenSSL's own cost of the handshake's public-key operations,
 #     measured by `openssl speed` on SERVER_CPUS: a full handshake signs once (ECDSA P-256) and
 #     makes two X25519 scalar multiplications (key share, shared secret), a resumed one
-#     (psk_dhe_ke) the two X25519 ones.
+#     (psk_dhe_ke) the two X25519 ones. With bin/tls_micro (cmake -DUCP_BENCH=ON), also the
+#     engine's whole server CPU per full and resumed handshake in memory (no I/O), and per
+#     small record pair (one seal, one open of 64 B: what a keep-alive request adds over TLS),
+#     the ceilings of the handshake and keep-alive figures.
 #   - storm: STORM_CONNS established keep-alive HTTPS connections (bin/bench_client --tls --http
 #     /healthz, open loop at STORM_RATE requests/s: latency from each request's due time) with
 #     and without a handshake storm beside them: `h2load --h1 -r` opening STORM_HS_RATE new
@@ -327,6 +330,26 @@ x = re.search(r"^\s*253 bits ecdh \(X25519\)\s+\S+s\s+([\d.]+)", out, re.M)
 print(f"ceiling openssl 0 {sys.argv[2]} " + json.dumps(
     {"sign_per_s": float(sign.group(1)) if sign else 0.0,
      "x25519_per_s": float(x.group(1)) if x else 0.0}))
+PY
+  tail -1 "$WORK/results" | sed 's/^/  /' >&2
+  [ -x "$BIN/tls_micro" ] || return 0
+  out=$( (pinned "$SERVER_CPUS" "$BIN/tls_micro" --benchmark_format=json --benchmark_min_time=0.5 \
+    --benchmark_filter='FullTls13_EcdsaP256_X25519|ResumedTls13_X25519|records/Tls13/64$') \
+    2>/dev/null) || true
+  python3 - "$out" "$run" >>"$WORK/results" <<'PY'
+import json, sys
+try:
+    found = {b["name"]: b for b in json.loads(sys.argv[1])["benchmarks"]}
+except (ValueError, KeyError):
+    found = {}
+def get(prefix, key):
+    for name, b in found.items():
+        if name.startswith(prefix): return float(b.get(key, 0))
+    return 0.0
+print(f"ceiling tls_micro 0 {sys.argv[2]} " + json.dumps(
+    {"full_us": get("handshakes/FullTls13_EcdsaP256_X25519", "server_us"),
+     "resumed_us": get("handshakes/ResumedTls13_X25519", "server_us"),
+     "record_pair_us": get("records/Tls13/64", "cpu_time") / 1000}))
 PY
   tail -1 "$WORK/results" | sed 's/^/  /' >&2
 }
@@ -640,6 +663,21 @@ for kind in ("ka-wrk", "ka-bench_client"):
         print(f"| {c} | {ratio(r('ucp-https'), r('nginx-https'))} | {ratio(r('ucp-https'), r('ucp-plain'))} | "
               f"{ratio(r('nginx-https'), r('nginx-plain'))} | {ratio(r('ucp-plain'), r('nginx-plain'))} | "
               f"{ratio(p('ucp-https'), p('nginx-https'))} |")
+    engine = rows.get(("ceiling", "tls_micro", 0), [])
+    pair = med([j["record_pair_us"] for j in engine if j["record_pair_us"] > 0])
+    if pair == pair:
+        print(f"\nCeiling: a keep-alive request over TLS adds at least one record opened and one "
+              f"sealed; bin/tls_micro (records/Tls13/64, in memory, the same run) puts that at "
+              f"{pair:.2f} µs of CPU. Added to UCP's plaintext cost per request here, the best "
+              "HTTPS could do:\n")
+        print("| conns | UCP HTTP µs/request | + record pair = HTTPS ceiling req/CPU-s | ceiling / HTTP (best TLS cost) | UCP HTTPS / ceiling |")
+        print("|---:|---:|---:|---:|---:|")
+        for c in ka:
+            plain = med([per_cpu(j["requests"], j) for j in rows.get((kind, "ucp-plain", c), [])])
+            tls = med([per_cpu(j["requests"], j) for j in rows.get((kind, "ucp-https", c), [])])
+            if plain != plain: continue
+            best = 1e6 / (1e6 / plain + pair)
+            print(f"| {c} | {1e6 / plain:.2f} | {best:.0f} | {ratio(best, plain)} | {ratio(tls, best)} |")
     print()
 hs = [k for k in ("hs-new", "hs-reuse") if any(key[0] == k for key in rows)]
 if hs:
@@ -666,14 +704,17 @@ if hs:
     sign = med([j["sign_per_s"] for j in ceil]); x = med([j["x25519_per_s"] for j in ceil])
     full_ceiling = 1 / (1 / sign + 2 / x) if sign and x else float("nan")
     res_ceiling = x / 2 if x else float("nan")
+    engine = rows.get(("ceiling", "tls_micro", 0), [])
+    engine_full = med([1e6 / j["full_us"] for j in engine if j["full_us"] > 0])
+    engine_res = med([1e6 / j["resumed_us"] for j in engine if j["resumed_us"] > 0])
     print()
-    print("| handshake | UCP / nginx (target >= 1.0x) | OpenSSL public-key ceiling per CPU-s | UCP / ceiling | nginx / ceiling |")
-    print("|---|---:|---:|---:|---:|")
-    for k, c in (("hs-new", full_ceiling), ("hs-reuse", res_ceiling)):
+    print("| handshake | UCP / nginx (target >= 1.0x) | OpenSSL public-key ceiling per CPU-s | UCP / that | nginx / that | engine in memory (tls_micro) per CPU-s | UCP / that | nginx / that |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for k, c, e in (("hs-new", full_ceiling, engine_full), ("hs-reuse", res_ceiling, engine_res)):
         if (k, "ucp-https") not in rate: continue
         u = rate[(k, "ucp-https")]; n = rate.get((k, "nginx-https"), float("nan"))
         print(f"| {'full' if k == 'hs-new' else 'resumed'} | {ratio(u, n)} | {c:.0f} | "
-              f"{ratio(u, c)} | {ratio(n, c)} |")
+              f"{ratio(u, c)} | {ratio(n, c)} | {e:.0f} | {ratio(u, e)} | {ratio(n, e)} |")
     if ceil:
         print(f"\nCeiling: `openssl speed ecdsap256 ecdhx25519` on the server's CPU: {sign:.0f} "
               f"ECDSA P-256 signs/s, {x:.0f} X25519 derives/s; a full TLS 1.3 handshake costs the "
@@ -681,6 +722,12 @@ if hs:
               "secret), a resumed one (psk_dhe_ke) the two multiplications. Everything else "
               "(HKDF, record layer, certificate message, the HTTP request, the socket calls) is "
               "above that.")
+    if engine:
+        print(f"\nEngine in memory: bin/tls_micro on the server's CPU, the server's CPU time in "
+              f"UCP's TLS engine (OpenSSL through memory, no socket) per full TLS 1.3 handshake "
+              f"{med([j['full_us'] for j in engine]):.0f} µs, per resumed one "
+              f"{med([j['resumed_us'] for j in engine]):.0f} µs: what a handshake costs before "
+              "any I/O, accept, HTTP request or close.")
 st = [s for s in ("ucp-https", "nginx-https") if ("storm-quiet", s, 0) in rows]
 if st:
     print(f"\n## Handshake storm: keep-alive latency on established connections of the same worker\n")
