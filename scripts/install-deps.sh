@@ -20,7 +20,7 @@ packages_for() {
     # prometheus: promtool; nlohmann-json3-dev: Json_test (ucp/http/Json.h is optional, header only)
     test) echo "curl clang libclang-rt-14-dev haproxy prometheus wrk nlohmann-json3-dev" ;;
     interop) echo "libboost-dev testssl.sh" ;;  # + nodejs, npm and ws below; testssl: TestSsl_test
-    bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light libnginx-mod-stream haproxy gnuplot-nox linux-perf python3 fio bc" ;;
+    bench) echo "libbenchmark-dev libconcurrentqueue-dev libspdlog-dev libboost-dev wrk nginx-light libnginx-mod-stream haproxy gnuplot-nox linux-perf python3 fio bc nghttp2-client" ;;
     memcheck) echo "valgrind" ;;
     format) echo "clang-format-16" ;;
     *) echo "install-deps: unknown group '$1'" >&2; exit 2 ;;

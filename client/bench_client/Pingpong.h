@@ -20,6 +20,7 @@
 
 #include "ucp/io/EventLoop.h"
 #include "ucp/net/InetAddress.h"
+#include "ucp/tls/TlsContext.h"
 
 #include "BenchSupport.h"
 
@@ -46,6 +47,7 @@ struct Options {
   std::string http_path;          // non-empty: HTTP GET of this path instead of echo
   std::string hgrm_path;          // where to write the latency distribution (.hgrm)
   bool busy_poll = false;         // the load loops never sleep (each burns its CPU)
+  bool tls = false;               // --tls: every connection speaks TLS (the certificate unchecked)
   std::vector<int> server_pids;   // --server-pid, repeatable: their CPU time is summed
   int warmup_s = 0;
 };
@@ -56,6 +58,7 @@ enum class Phase : int { kRamp, kMeasure, kStop };
 struct Shared {
   const Options* options = nullptr;
   ucp::InetAddress address;
+  std::shared_ptr<const ucp::tls::TlsContext> tls;  // --tls: one client context for every thread
   std::atomic<Phase> phase{Phase::kRamp};
   std::atomic<int> ramped_threads{0};
   std::atomic<bool> ramp_failed{false};

@@ -232,6 +232,7 @@ class UcpPingpong final : public PingpongThread {
     ucp::ClientOptions client;
     client.connect_timeout_ms = 0;  // the ramp deadline bounds it
     client.stop = stop_.token();
+    client.tls = shared_.tls;
     for (;;) {
       auto conn = co_await ucp::TcpClient::connect(*loop_, shared_.address, client);
       if (conn) co_return std::move(*conn);

@@ -3,7 +3,7 @@
 //
 //   bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] [-t THREADS] [--json]
 //                [-w WARMUP_SECONDS] [--server-pid PID] [--uring | --epoll] [--churn]
-//                [--rate R] [--http PATH] [--hgrm FILE] [--busy-poll]
+//                [--rate R] [--http PATH] [--hgrm FILE] [--busy-poll] [--tls]
 //   bench_client --version
 //
 // --churn measures connection set-up instead (Churn.h): each of CONNS slots connects, echoes
@@ -19,6 +19,8 @@
 // --hgrm FILE writes the latency distribution in HdrHistogram's .hgrm format (µs).
 // --busy-poll keeps the client's loops spinning instead of sleeping in the kernel, so neither
 // a due time nor an answer waits for a thread wake-up (the client's CPUs run at 100 %).
+// --tls makes every connection a TLS one (TLS 1.2-1.3, ALPN http/1.1, the server's certificate
+// not verified: a benchmark's self-signed one), handshaken during the ramp; not with --churn.
 //
 // Each thread runs one UCP EventLoop over its share of the connections (UcpPingpong.cpp), made
 // with TcpClient: the client of UCP's own tests is the one that drives the benchmarks. The
@@ -98,7 +100,7 @@ using bench::Shared;
       stderr,
       "usage: bench_client -h HOST -p PORT -c CONNS -s SIZE -d SECONDS [-P DEPTH] "
       "[-t THREADS] [-w WARMUP_SECONDS] [--uring | --epoll] [--churn] [--json] "
-      "[--server-pid PID]... [--rate R] [--http PATH] [--hgrm FILE] [--busy-poll]\n"
+      "[--server-pid PID]... [--rate R] [--http PATH] [--hgrm FILE] [--busy-poll] [--tls]\n"
       "       bench_client --version\n"
       "  echo pingpong: each connection keeps DEPTH (default 1) messages of SIZE bytes "
       "in flight;\n"
@@ -107,6 +109,7 @@ using bench::Shared;
       "  --http PATH: keep-alive GET PATH instead of echo messages (-s is then unused);\n"
       "  --hgrm FILE: the latency distribution in HdrHistogram's .hgrm format (us);\n"
       "  --busy-poll: the client's loops never sleep (no wake-up delay; each burns a CPU);\n"
+      "  --tls: TLS connections (handshake in the ramp; the certificate is not verified);\n"
       "  --churn: each of CONNS slots connects, echoes one SIZE-byte message, closes "
       "(RST) and\n"
       "  starts over; reports connections/s and connect+echo latency.\n"
@@ -167,6 +170,10 @@ Options parse_options(int argc, char** argv) {
       options.busy_poll = true;
       continue;
     }
+    if (flag == "--tls") {
+      options.tls = true;
+      continue;
+    }
     if (i + 1 >= argc) usage((std::string(flag) + " needs a value").c_str());
     const char* value = argv[++i];
     if (flag == "-h") {
@@ -206,6 +213,7 @@ Options parse_options(int argc, char** argv) {
   if (options.churn && options.depth != 1) {
     usage("--churn runs one message per connection: no -P");
   }
+  if (options.churn && options.tls) usage("--churn measures plain TCP set-up: no --tls");
   if (options.churn && (options.rate > 0 || !options.http_path.empty())) {
     usage("--churn measures echo connection set-up: no --rate, no --http");
   }
@@ -284,6 +292,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   shared.address = *address;
+  if (options.tls) {
+    ucp::tls::TlsClientOptions tls;
+    tls.verify_peer = false;  // a benchmark's self-signed certificate
+    tls.alpn = {"http/1.1"};
+    auto context = ucp::tls::TlsContext::client(tls);
+    if (!context) {
+      std::fprintf(stderr, "bench_client: TLS: %s\n", context.error().message.c_str());
+      return 2;
+    }
+    shared.tls = std::move(*context);
+  }
   ucp::BackendKind backend = options.uring ? ucp::BackendKind::kIoUring : ucp::BackendKind::kEpoll;
   if (options.churn) {
     bench::ChurnOptions churn;

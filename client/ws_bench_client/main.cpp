@@ -1,7 +1,7 @@
 // bin/ws_bench_client: WebSocket echo pingpong load on UCP's own WebSocket client.
 //
 //   ws_bench_client -h HOST -p PORT [--path /] -c CONNS -s SIZE -d SECONDS [-w WARMUP]
-//                   [-t THREADS] [--server-pid PID]
+//                   [-t THREADS] [--server-pid PID] [--tls]
 //   ws_bench_client --version
 //
 // CONNS connections (spread over THREADS loops, one per thread) each keep one binary message of
@@ -11,6 +11,8 @@
 // The last line is the summary scripts/bench-ws.sh reads:
 //   result messages=N seconds=S msgs_per_s=R server_cpu_s=C msgs_per_server_cpu_s=M
 //          p50_us=A p99_us=B p999_us=D errors=E
+// --tls: wss:// (TLS 1.2-1.3, the server's certificate not verified: a benchmark's self-signed
+// one), every handshake before the clock starts.
 // Exit 1 when no connection could be opened or errors exceed 1 % of the connections.
 
 #include <atomic>
@@ -24,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "ucp/tls/TlsContext.h"
 #include "ucp/version.h"
 #include "ucp/ws/WebSocket.h"
 
@@ -43,6 +46,7 @@ struct Options {
   double warmup = 2;
   uint32_t threads = 1;
   int server_pid = 0;
+  bool tls = false;
 };
 
 enum class Phase : int { kRamp, kWarm, kMeasure, kStop };
@@ -63,7 +67,7 @@ struct alignas(64) ThreadResult {
   if (why != nullptr) std::fprintf(stderr, "ws_bench_client: %s\n", why);
   std::fprintf(stderr,
                "usage: ws_bench_client -h HOST -p PORT [--path /] -c CONNS -s SIZE -d SECONDS "
-               "[-w WARMUP] [-t THREADS] [--server-pid PID]\n");
+               "[-w WARMUP] [-t THREADS] [--server-pid PID] [--tls]\n");
   std::exit(2);
 }
 
@@ -74,6 +78,10 @@ Options parse(int argc, char** argv) {
     if (flag == "--version") {  // every installed program answers it (tests/packaging)
       std::printf("ws_bench_client (UCP) %s\n", UCP_VERSION_STRING);
       std::exit(0);
+    }
+    if (flag == "--tls") {
+      o.tls = true;
+      continue;
     }
     if (i + 1 >= argc) usage(("missing value for " + std::string(flag)).c_str());
     const char* value = argv[++i];
@@ -104,11 +112,12 @@ Options parse(int argc, char** argv) {
 }
 
 ucp::Task<> connection(ucp::EventLoop& loop, const Options& o, const std::string& url,
-                       Shared& shared, ThreadResult& result, uint32_t id, uint32_t& live) {
+                       const ucp::ClientOptions& tcp, Shared& shared, ThreadResult& result,
+                       uint32_t id, uint32_t& live) {
   ucp::ws::Options ws_options;
   ws_options.max_message_bytes = o.size + 1;
   ws_options.max_frame_bytes = o.size + 1;
-  auto ws = co_await ucp::ws::WebSocket::connect(loop, url, ws_options);
+  auto ws = co_await ucp::ws::WebSocket::connect(loop, url, ws_options, tcp);
   if (!ws) {
     shared.failed.fetch_add(1);
     ++result.errors;
@@ -143,7 +152,19 @@ ucp::Task<> connection(ucp::EventLoop& loop, const Options& o, const std::string
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  const std::string url = "ws://" + o.host + ":" + std::to_string(o.port) + o.path;
+  const std::string url =
+      (o.tls ? "wss://" : "ws://") + o.host + ":" + std::to_string(o.port) + o.path;
+  ucp::ClientOptions tcp;
+  if (o.tls) {
+    ucp::tls::TlsClientOptions tls;
+    tls.verify_peer = false;  // a benchmark's self-signed certificate
+    auto context = ucp::tls::TlsContext::client(tls);
+    if (!context) {
+      std::fprintf(stderr, "ws_bench_client: TLS: %s\n", context.error().message.c_str());
+      return 2;
+    }
+    tcp.tls = std::move(*context);
+  }
   Shared shared;
   std::vector<ThreadResult> results(o.threads);
   std::vector<std::thread> threads;
@@ -163,7 +184,7 @@ int main(int argc, char** argv) {
       for (uint32_t id = t; id < o.conns; id += o.threads) ++live;
       const uint32_t mine = live;
       for (uint32_t id = t; id < o.conns; id += o.threads) {
-        loop->spawn(connection(**loop, o, url, shared, results[t], id, live));
+        loop->spawn(connection(**loop, o, url, tcp, shared, results[t], id, live));
       }
       if (mine > 0) loop->run();
     });

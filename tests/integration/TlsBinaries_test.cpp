@@ -2,7 +2,8 @@
 // --cacert: files, POST /echo, a body larger than the send-file threshold, ALPN) and a plain
 // HTTP client on the HTTPS port (400); bin/proactor_test's echo, http and websocket over TLS
 // (Python's ssl module, curl); UCP's own WebSocket client on wss:// against bin/http_server;
-// exit 2 naming the key and the file for a missing file or a key that does not match.
+// exit 2 naming the key and the file for a missing file or a key that does not match;
+// bin/bench_client --tls.
 // Certificates are made with `openssl req`, as a user would.
 
 #include <filesystem>
@@ -232,6 +233,35 @@ TEST(TlsBinaries, OurWebSocketClientSpeaksWssToHttpServer) {
         EXPECT_TRUE(co_await (*ws)->close(1000, "done"));
       }(*loop, "wss://localhost:" + std::to_string(server.port()) + "/ws/echo", tcp, echoed));
   EXPECT_EQ(echoed, "hello over wss");
+  EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
+}
+
+// bench_client --tls, the HTTPS load of scripts/bench-tls.sh: every connection handshakes (the
+// server counts them), every keep-alive GET is answered 200, no error.
+TEST(TlsBinaries, BenchClientDrivesHttpsKeepAliveWithTls) {
+  UCP_NEED("openssl");
+  UCP_NEED("curl");
+  SelfSigned files;
+  ASSERT_TRUE(files.made());
+  ServerProcess server(http_server(files));
+  ASSERT_TRUE(server.start()) << server.error();
+  auto load = run_command(
+      {UCP_BIN_DIR "/bench_client", "-h", "127.0.0.1", "-p", std::to_string(server.port()), "-c",
+       "4", "-d", "1", "--tls", "--http", "/healthz", "--json"},
+      60000);
+  EXPECT_EQ(load.exit_code, 0) << load.output;
+  EXPECT_NE(load.output.find("\"errors\":0,"), std::string::npos) << load.output;
+  const std::string requests = "\"requests\":";
+  const size_t at = load.output.find(requests);
+  ASSERT_NE(at, std::string::npos) << load.output;
+  EXPECT_GT(std::stoull(load.output.substr(at + requests.size())), 0u) << load.output;
+
+  const std::string resolve = "localhost:" + std::to_string(server.port()) + ":127.0.0.1";
+  auto scrape = curl(files, {"--resolve", resolve, https_url(server, "/metrics")});
+  const std::string ok = "\nucp_tls_handshakes_total{worker=\"0\",result=\"ok\"} ";
+  const size_t count = scrape.output.find(ok);
+  ASSERT_NE(count, std::string::npos) << scrape.output;
+  EXPECT_GE(std::stoull(scrape.output.substr(count + ok.size())), 4u) << scrape.output;
   EXPECT_TRUE(server.stop(SIGTERM).clean()) << server.output_tail();
 }
 
