@@ -12,39 +12,123 @@ namespace ucp::detail {
 
 namespace {
 
-// The per-iteration handshake budget of this thread (one loop per thread). An iteration is
-// known by the loop's clock reading, which changes at every poll.
-bool claim_handshake_step(EventLoop& loop) noexcept {
-  thread_local Clock::time_point iteration{};
-  thread_local uint32_t used = 0;
-  if (loop.now() != iteration) {
-    iteration = loop.now();
-    used = 0;
+class HandshakeTurn;
+
+/// The server handshake steps of this thread's loop (one loop per thread): at most
+/// kHandshakeStepsPerIteration per loop iteration, granted in arrival order. The order
+/// matters: the reads that bring new ClientHellos complete before a waiting step's timer
+/// fires in the same iteration, so without a queue a storm of new connections would take every
+/// iteration's step and the handshakes that waited would wait until their timeout.
+class HandshakeTurns {
+ public:
+  /// A step now, for a handshake that holds no place in the queue: only when no handshake
+  /// waits and this iteration's budget has room.
+  bool try_claim(EventLoop& loop) noexcept { return head_ == nullptr && claim(loop); }
+  void join(HandshakeTurn& turn) noexcept;
+  void leave(HandshakeTurn& turn) noexcept;
+  /// The head's timer fired (an iteration later than it was armed): grants the budget's steps
+  /// to the waiters in order, and arms the next head's timer when some wait on.
+  void serve(EventLoop& loop) noexcept;
+
+ private:
+  bool claim(EventLoop& loop) noexcept {
+    // An iteration is known by the loop's clock reading, which changes at every poll.
+    if (loop.now() != iteration_) {
+      iteration_ = loop.now();
+      used_ = 0;
+    }
+    if (used_ >= TlsConnection::kHandshakeStepsPerIteration) return false;
+    ++used_;
+    return true;
   }
-  if (used >= TlsConnection::kHandshakeStepsPerIteration) return false;
-  ++used;
-  return true;
+  void arm_head() noexcept;
+
+  HandshakeTurn* head_ = nullptr;
+  HandshakeTurn* tail_ = nullptr;
+  Clock::time_point iteration_{};
+  uint32_t used_ = 0;
+};
+
+HandshakeTurns& handshake_turns() noexcept {
+  thread_local HandshakeTurns turns;
+  return turns;
 }
 
-/// Resumes the caller in the next loop iteration, after that iteration's completions: a timer
-/// due now fires once the loop has polled again.
-class NextIteration : private TimerNode {
+/// A place in the thread's queue of handshake steps, awaited until the step is granted. Only
+/// the head's timer is armed (it fires after the next poll), so a thousand
+/// waiting handshakes cost the loop one timer per iteration, not a thousand.
+class HandshakeTurn : private TimerNode {
  public:
-  explicit NextIteration(EventLoop& loop) noexcept
-      : TimerNode(hook<&NextIteration::on_fire>), loop_(loop) {}
+  explicit HandshakeTurn(EventLoop& loop) noexcept
+      : TimerNode(hook<&HandshakeTurn::on_fire>), loop_(loop) {}
+  HandshakeTurn(const HandshakeTurn&) = delete;
+  HandshakeTurn& operator=(const HandshakeTurn&) = delete;
+  /// A connection closed while its handshake waits gives its place up.
+  ~HandshakeTurn() {
+    if (queued_) handshake_turns().leave(*this);
+  }
+
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> caller) noexcept {
     caller_ = caller;
-    loop_.add_timer(*this, loop_.now());
+    handshake_turns().join(*this);
   }
   void await_resume() const noexcept {}
 
  private:
   friend HookAccess;
-  void on_fire() noexcept { loop_.schedule(caller_); }
+  friend class HandshakeTurns;
+  void on_fire() noexcept { handshake_turns().serve(loop_); }
+  // Due just after this iteration's clock reading: a timer armed while the loop fires its due
+  // timers must not fire in the same pass (it would be served again, in a loop).
+  void arm() noexcept { loop_.add_timer(*this, loop_.now() + Clock::duration{1}); }
+  void disarm() noexcept { loop_.cancel_timer(*this); }
+
   EventLoop& loop_;
   std::coroutine_handle<> caller_;
+  HandshakeTurn* next_ = nullptr;
+  HandshakeTurn* prev_ = nullptr;
+  bool queued_ = false;
 };
+
+void HandshakeTurns::join(HandshakeTurn& turn) noexcept {
+  turn.queued_ = true;
+  turn.prev_ = tail_;
+  turn.next_ = nullptr;
+  if (tail_ != nullptr) {
+    tail_->next_ = &turn;
+  } else {
+    head_ = &turn;
+  }
+  tail_ = &turn;
+  if (head_ == &turn) turn.arm();
+}
+
+void HandshakeTurns::leave(HandshakeTurn& turn) noexcept {
+  const bool was_head = head_ == &turn;
+  if (turn.prev_ != nullptr) turn.prev_->next_ = turn.next_;
+  if (turn.next_ != nullptr) turn.next_->prev_ = turn.prev_;
+  if (head_ == &turn) head_ = turn.next_;
+  if (tail_ == &turn) tail_ = turn.prev_;
+  turn.next_ = turn.prev_ = nullptr;
+  turn.queued_ = false;
+  turn.disarm();
+  if (was_head) arm_head();
+}
+
+void HandshakeTurns::serve(EventLoop& loop) noexcept {
+  while (head_ != nullptr && claim(loop)) {
+    HandshakeTurn& granted = *head_;
+    const std::coroutine_handle<> caller = granted.caller_;
+    leave(granted);  // arms the next head, which fires after the next poll
+    loop.schedule(caller);
+  }
+  arm_head();  // the budget ran out with handshakes waiting: the head tries next iteration
+}
+
+void HandshakeTurns::arm_head() noexcept {
+  if (head_ != nullptr && !head_->armed()) head_->arm();
+}
 
 /// Stops the connection's reads when the handshake takes too long; the raw read in progress
 /// then ends with timed_out.
@@ -101,8 +185,11 @@ Task<Result<void>> TlsConnection::handshake(uint32_t timeout_ms) {
   for (;;) {
     // A server's steps with input do the work (the ClientHello's signature and key exchange):
     // one per iteration of this thread's loop.
-    if (server && !input.empty()) {
-      while (!claim_handshake_step(loop())) co_await NextIteration(loop());
+    if (server && !input.empty() && !handshake_turns().try_claim(loop())) {
+      co_await HandshakeTurn(loop());
+      if (deadline.passed()) {
+        co_return Unexpected{tls::make_error_code(tls::Errc::kHandshakeTimeout)};
+      }
     }
     auto step = session_.handshake(input);
     if (session_.has_output()) writer().request_send();

@@ -17,8 +17,9 @@
 //   and sends the records; writers are done once their records are in the kernel.
 // - The handshake runs before the handler (server) or before connect() returns (client), on
 //   the same reads and sends, bounded by a timeout; a server takes at most
-//   kHandshakeStepsPerIteration handshake steps per loop iteration on its thread, so
-//   established connections of the worker wait for at most that much handshake work.
+//   kHandshakeStepsPerIteration handshake steps per loop iteration on its thread, in the order
+//   the handshakes asked for them, so established connections of the worker wait for at most
+//   that much handshake work and no handshake is overtaken by newer ones.
 // - Closing: close() flushes, sends close_notify, then closes as TcpConnection does.
 //
 // The reader and the writer find this object with a cast down from themselves (they are

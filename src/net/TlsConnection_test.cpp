@@ -3,10 +3,12 @@
 // through the same TcpConnection calls as on plain TCP, and the client is OpenSSL's own
 // (tests/support/TlsTestClient.h). Closing sends close_notify; an EOF without one reaches the
 // handler as tls::Errc::kTruncated; a handshake that does not finish times out; a client that
-// speaks plain HTTP or garbage is closed without harm to the others.
+// speaks plain HTTP or garbage is closed without harm to the others; a flood of new
+// handshakes does not starve the ones that came before it.
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +17,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 
 #include "ucp/net/TcpServer.h"
 #include "ucp/tls/TlsContextHolder.h"
@@ -321,6 +325,97 @@ TEST_P(TlsConnectionTest, GarbageInsteadOfAClientHelloIsClosed) {
   ASSERT_TRUE(client) << client.error();
   ASSERT_TRUE(client.write("ok"));
   EXPECT_EQ(client.read_exact(2).data, "ok");
+}
+
+// A client's first flight, as OpenSSL's client writes it (into memory, nothing sent).
+std::string client_hello() {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = SSL_new(ctx);
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl, BIO_new(BIO_s_mem()), out);
+  SSL_set_connect_state(ssl);
+  (void)SSL_do_handshake(ssl);  // wants the server's answer; the ClientHello is in `out`
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(out, &data);
+  std::string hello(data, static_cast<size_t>(size));
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  return hello;
+}
+
+// Handshake steps are rationed per loop iteration, and the reads that bring new ClientHellos
+// complete before a waiting step gets its turn: served in arrival order, a client whose
+// handshake began during a flood finishes while the flood goes on; served first come, last
+// waited, it would wait until the flood stopped (or its handshake timed out).
+TEST_P(TlsConnectionTest, AFloodOfNewHandshakesDoesNotStarveTheOnesThatWait) {
+  auto options = server_tls_options();
+  options.handshake_timeout_ms = 5000;
+  start(&lending_echo, options);
+  const std::string hello = client_hello();
+  ASSERT_FALSE(hello.empty());
+
+  // The flood: ClientHellos on new connections, closed at once (each costs the server a full
+  // handshake step, then fails), 256 of them ahead of the server at all times, for up to 15 s.
+  std::atomic<bool> clients_done{false};
+  std::atomic<bool> flood_ran_out{false};
+  std::atomic<uint64_t> flooded{0};
+  std::thread flood([&] {
+    const test::Deadline deadline(15000);
+    while (!clients_done.load()) {
+      if (deadline.expired()) {
+        flood_ran_out = true;
+        break;
+      }
+      if (flooded.load() >= counters().handshakes_failed_total() + 256) {
+        std::this_thread::sleep_for(100us);
+        continue;
+      }
+      auto connection = test::connect_tcp("127.0.0.1", port_);
+      if (!connection) continue;
+      (void)test::send_text(connection->get(), hello);
+      ++flooded;
+    }
+  });
+  const test::Deadline started(10000);
+  while (flooded.load() < 100 && !started.expired()) std::this_thread::sleep_for(1ms);
+  ASSERT_GE(flooded.load(), 100u);
+
+  // Each client counts the flood's handshakes the server served from just before its
+  // connect until its handshake is done.
+  constexpr int kClients = 4;
+  std::vector<std::string> outcomes(kClients);
+  std::vector<uint64_t> flood_steps(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      const uint64_t before = counters().handshakes_failed_total();
+      auto client = test::TlsTestClient::connect(port_, client_settings());
+      flood_steps[i] = counters().handshakes_failed_total() - before;
+      if (!client) {
+        outcomes[i] = "handshake: " + client.error();
+        return;
+      }
+      outcomes[i] = client.write("ping") ? client.read_exact(4).data : "write failed";
+    });
+  }
+  for (auto& client : clients) client.join();
+  clients_done = true;
+  flood.join();
+  for (const auto& outcome : outcomes) EXPECT_EQ(outcome, "ping");
+  EXPECT_FALSE(flood_ran_out.load()) << "the clients finished only after the flood stopped";
+  // In arrival order, each of a client's two server steps waits behind at most the flood's
+  // 256 handshakes in flight and the other clients: about 2 x 260 flood handshakes served
+  // while a client's handshake lasts, whatever the machine's speed (first come, last served,
+  // thousands).
+  for (int i = 0; i < kClients; ++i) {
+    EXPECT_LE(flood_steps[i], 3u * 256)
+        << "flood handshakes served while client " << i << " waited";
+  }
+  std::printf("flood handshakes served while each client's handshake lasted: %llu %llu %llu %llu\n",
+              static_cast<unsigned long long>(flood_steps[0]),
+              static_cast<unsigned long long>(flood_steps[1]),
+              static_cast<unsigned long long>(flood_steps[2]),
+              static_cast<unsigned long long>(flood_steps[3]));
 }
 
 std::string params_name(const ::testing::TestParamInfo<Params>& param_info) {
