@@ -58,7 +58,9 @@ def main():
 
     curves = []
     for spec in args.files:
-        path, _, label = spec.partition("=")
+        # The path ends in .hgrm; a label may itself hold "=" (ucp+event_loop.busy_poll_us=50).
+        path, sep, label = spec.partition(".hgrm=")
+        path = path + ".hgrm" if sep else spec
         if not label:
             label = os.path.basename(path)[:-5] if path.endswith(".hgrm") else os.path.basename(path)
         points, maximum = read_hgrm(path)
