@@ -380,16 +380,18 @@ TEST_P(TlsConnectionTest, AFloodOfNewHandshakesDoesNotStarveTheOnesThatWait) {
   while (flooded.load() < 100 && !started.expired()) std::this_thread::sleep_for(1ms);
   ASSERT_GE(flooded.load(), 100u);
 
-  // Each client counts the flood's handshakes the server served from just before its
-  // connect until its handshake is done.
+  // Each client counts the flood's handshakes the server served from just before it sends its
+  // ClientHello until its handshake is done.
   constexpr int kClients = 4;
   std::vector<std::string> outcomes(kClients);
   std::vector<uint64_t> flood_steps(kClients);
   std::vector<std::thread> clients;
   for (int i = 0; i < kClients; ++i) {
     clients.emplace_back([&, i] {
-      const uint64_t before = counters().handshakes_failed_total();
-      auto client = test::TlsTestClient::connect(port_, client_settings());
+      uint64_t before = 0;
+      auto settings = client_settings();
+      settings.before_handshake = [&] { before = counters().handshakes_failed_total(); };
+      auto client = test::TlsTestClient::connect(port_, settings);
       flood_steps[i] = counters().handshakes_failed_total() - before;
       if (!client) {
         outcomes[i] = "handshake: " + client.error();

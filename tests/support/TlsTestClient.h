@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,7 +37,8 @@ struct TlsClientSettings {
   int version = 0;                        // TLS1_2_VERSION or TLS1_3_VERSION pins it; 0: any
   std::string certificate;                // a client certificate (PEM), with its key
   std::string private_key;
-  SSL_SESSION* resume = nullptr;  // a session from an earlier connection (not taken over)
+  SSL_SESSION* resume = nullptr;           // a session from an earlier connection (not taken over)
+  std::function<void()> before_handshake;  // called just before the ClientHello is sent
 };
 
 /// What one read gave: bytes, the peer's close_notify, or a failure (OpenSSL's reason).
@@ -217,6 +219,7 @@ class TlsTestClient {
       if (!settings.ca_file.empty()) SSL_set1_host(ssl_, settings.server_name.c_str());
     }
     if (settings.resume != nullptr) SSL_set_session(ssl_, settings.resume);
+    if (settings.before_handshake) settings.before_handshake();
     ERR_clear_error();
     if (retrying([&] { return SSL_connect(ssl_); }) != 1) {
       error_ = "handshake: " + openssl_errors();
