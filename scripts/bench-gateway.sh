@@ -215,23 +215,7 @@ run_http() {
     "http://127.0.0.1:$PORT/") 2>&1) || true
   after=$(cpu_ticks "$SERVER_PID")
   stop_server
-  json=$(python3 - "$out" "$before" "$after" "$(getconf CLK_TCK)" "$DURATION" <<'PY'
-import json, re, sys
-out, before, after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-hz, seconds = int(sys.argv[4]), float(sys.argv[5])
-def number(pattern):
-    m = re.search(pattern, out)
-    return float(m.group(1)) if m else 0.0
-def latency_us(label):
-    m = re.search(r"^\s*" + label + r"\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
-    return float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)] if m else 0.0
-errors = number(r"Non-2xx or 3xx responses: (\d+)") + sum(
-    float(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
-print(json.dumps({"qps": number(r"Requests/sec:\s+([\d.]+)"), "p99_us": latency_us("99%"),
-                  "requests": number(r"(\d+) requests in"), "seconds": seconds,
-                  "server_cpu_s": (after - before) / hz, "errors": errors}))
-PY
-)
+  json=$(wrk_json "$out" "$before" "$after" "$DURATION")
   echo "http $name $conns 0 $run $json" >>"$WORK/results"
   python3 - "$json" "http $name $conns conns run $run" >&2 <<'PY'
 import json, sys

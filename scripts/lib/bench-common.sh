@@ -36,3 +36,25 @@ stop_server() {
 
 # cpu_ticks PID: user + system clock ticks the process has used (/proc/PID/stat).
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# wrk_json WRK_OUTPUT CPU_TICKS_BEFORE CPU_TICKS_AFTER SECONDS: one JSON line of a wrk --latency
+# run: qps, p99_us, requests, seconds, server_cpu_s (from the server's ticks), errors (non-2xx
+# responses and socket errors).
+wrk_json() {
+  python3 - "$1" "$2" "$3" "$(getconf CLK_TCK)" "$4" <<'PY'
+import json, re, sys
+out, before, after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+hz, seconds = int(sys.argv[4]), float(sys.argv[5])
+def number(pattern):
+    m = re.search(pattern, out)
+    return float(m.group(1)) if m else 0.0
+def latency_us(label):
+    m = re.search(r"^\s*" + label + r"\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+    return float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)] if m else 0.0
+errors = number(r"Non-2xx or 3xx responses: (\d+)") + sum(
+    float(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+print(json.dumps({"qps": number(r"Requests/sec:\s+([\d.]+)"), "p99_us": latency_us("99%"),
+                  "requests": number(r"(\d+) requests in"), "seconds": seconds,
+                  "server_cpu_s": (after - before) / hz, "errors": errors}))
+PY
+}
