@@ -6,11 +6,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <sys/resource.h>
@@ -124,6 +128,44 @@ inline std::optional<CpuTimes> process_cpu(int pid) {
   }
   const auto ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   return CpuTimes{static_cast<double>(utime) / ticks, static_cast<double>(stime) / ticks};
+}
+
+/// Per thread (by TID) of some processes: how long it has been runnable while another task
+/// held its CPU (ns), from the second field of /proc/PID/task/TID/schedstat.
+using RunQueueWaits = std::map<long, unsigned long long>;
+
+/// The threads of `pids` now; nullopt once one of them is gone, or on a kernel without
+/// schedstat.
+inline std::optional<RunQueueWaits> runqueue_waits(const std::vector<int>& pids) {
+  RunQueueWaits waits;
+  for (int pid : pids) {
+    std::error_code error;
+    std::filesystem::directory_iterator tasks("/proc/" + std::to_string(pid) + "/task", error);
+    if (error) return std::nullopt;
+    for (const auto& task : tasks) {
+      std::ifstream file(task.path() / "schedstat");
+      unsigned long long run_ns = 0;
+      unsigned long long wait_ns = 0;
+      if (!(file >> run_ns >> wait_ns)) continue;  // the thread ended meanwhile
+      waits[std::strtol(task.path().filename().c_str(), nullptr, 10)] = wait_ns;
+    }
+  }
+  if (waits.empty()) return std::nullopt;
+  return waits;
+}
+
+/// The run-queue wait between two samples (s): of the threads alive at the second, what they
+/// waited since the first (or since they started). A latency tail that comes with this time
+/// was made by the machine, not by the program. A thread that ended between the samples (an
+/// io_uring worker) takes its share with it.
+inline double runqueue_wait_between(const RunQueueWaits& before, const RunQueueWaits& after) {
+  unsigned long long waited_ns = 0;
+  for (const auto& [tid, wait_ns] : after) {
+    const auto earlier = before.find(tid);
+    const unsigned long long from = earlier == before.end() ? 0 : earlier->second;
+    if (wait_ns > from) waited_ns += wait_ns - from;
+  }
+  return static_cast<double>(waited_ns) / 1e9;
 }
 
 /// The sum over several processes (servers sharing a port); nullopt once one is gone.

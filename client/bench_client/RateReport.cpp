@@ -51,12 +51,13 @@ bool print_rate_report(const Options& options, const RateResults& r) {
                 ",\"closed_errors\":%" PRIu64 ",\"http_errors\":%" PRIu64
                 ",\"seconds\":%.3f,\"wall_s\":%.3f,\"conns\":%d,\"size\":%zu,\"threads\":%d,"
                 "\"backend\":\"%s\",\"http\":%s,\"ramp_s\":%.3f,\"client_cpu_s\":%.3f,"
-                "\"client_utime_s\":%.3f,\"server_cpu_s\":%.3f,\"server_utime_s\":%.3f}\n",
+                "\"client_utime_s\":%.3f,\"server_cpu_s\":%.3f,\"server_utime_s\":%.3f,"
+                "\"client_runqueue_wait_s\":%.4f,\"server_runqueue_wait_s\":%.4f}\n",
                 kept ? "true" : "false", client_limited ? "true" : "false", r.errors,
                 r.verify_errors, r.connect_errors, r.closed_errors, r.http_errors, interval,
                 r.wall_s, options.conns, options.size, options.threads, r.backend,
                 options.http_path.empty() ? "false" : "true", r.ramp_s, r.client_cpu, r.client_user,
-                r.server_cpu, r.server_user);
+                r.server_cpu, r.server_user, r.client_runqueue_wait, r.server_runqueue_wait);
     return kept;
   }
 
@@ -89,6 +90,14 @@ bool print_rate_report(const Options& options, const RateResults& r) {
               r.errors, r.verify_errors, r.connect_errors, r.closed_errors, r.http_errors);
   print_cpu_summary(r.wall_s, r.client_cpu, r.client_user, r.server_cpu, r.server_user, units,
                     "requests");
+  if (r.server_runqueue_wait >= 0) {
+    std::printf(
+        "run-queue wait in the interval (runnable while other tasks held the CPU): server %.1f ms "
+        "(%.1f ms/s), "
+        "client %.1f ms (%.1f ms/s)\n",
+        1e3 * r.server_runqueue_wait, 1e3 * r.server_runqueue_wait / interval,
+        1e3 * r.client_runqueue_wait, 1e3 * r.client_runqueue_wait / interval);
+  }
   if (!rate_kept) {
     std::printf(
         "WARNING: the schedule was not kept: %.0f req/s answered of %.0f requested (the "

@@ -23,6 +23,10 @@ struct RateResults {
   double client_user = 0;
   double server_cpu = -1;  // -1: not measured (no --server-pid)
   double server_user = -1;
+  // Over the measured interval: time the threads were runnable while other tasks held their
+  // CPUs (s); -1: not measured.
+  double client_runqueue_wait = -1;
+  double server_runqueue_wait = -1;
   const char* backend = "";
 };
 

@@ -88,6 +88,9 @@ using bench::Options;
 using bench::PatternTable;
 using bench::Phase;
 using bench::processes_cpu;
+using bench::runqueue_wait_between;
+using bench::runqueue_waits;
+using bench::RunQueueWaits;
 using bench::self_cpu;
 using bench::Shared;
 
@@ -383,6 +386,9 @@ int main(int argc, char** argv) {
   CpuTimes client_before = self_cpu();
   std::optional<CpuTimes> server_before;
   if (!options.server_pids.empty()) server_before = processes_cpu(options.server_pids);
+  const std::optional<RunQueueWaits> client_waited_before = runqueue_waits({getpid()});
+  std::optional<RunQueueWaits> server_waited_before;
+  if (!options.server_pids.empty()) server_waited_before = runqueue_waits(options.server_pids);
   const int64_t start = now_ns();
 
   uint64_t last_requests = 0;
@@ -415,6 +421,11 @@ int main(int argc, char** argv) {
     last_bytes = bytes;
     last_time = tick_end;
   }
+  // At the interval's end, while the load threads still exist (an ended thread's schedstat
+  // is gone, and its wait with it).
+  const std::optional<RunQueueWaits> client_waited_after = runqueue_waits({getpid()});
+  std::optional<RunQueueWaits> server_waited_after;
+  if (!options.server_pids.empty()) server_waited_after = runqueue_waits(options.server_pids);
   // Closed loop: the load stops now (each thread leaves its loop within 100 ms). Open loop:
   // each thread stops once the answers its schedule still owes are in (at most kDrainMs); an
   // interrupt stops them at once.
@@ -490,6 +501,12 @@ int main(int argc, char** argv) {
     results.client_user = client_user;
     results.server_cpu = server_cpu;
     results.server_user = server_user;
+    if (client_waited_before && client_waited_after)
+      results.client_runqueue_wait =
+          runqueue_wait_between(*client_waited_before, *client_waited_after);
+    if (server_waited_before && server_waited_after)
+      results.server_runqueue_wait =
+          runqueue_wait_between(*server_waited_before, *server_waited_after);
     results.backend = backend == ucp::BackendKind::kIoUring ? "io_uring" : "epoll";
     bench::print_rate_report(options, results);
     return ramp_ok && errors == 0 && tally.unanswered == 0 ? 0 : 1;

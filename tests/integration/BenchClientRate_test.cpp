@@ -1,12 +1,14 @@
 // bench_client --rate checked against servers whose delays are known: the open-loop latency
 // tool must never report less than a server's delay, must keep its schedule (counted, not
 // timed), and must charge a stall to every request scheduled during it (the
-// coordinated-omission correction), in echo and HTTP mode, on both client backends.
+// coordinated-omission correction), in echo and HTTP mode, on both client backends; and must
+// say when the server was kept off its CPU (its run-queue wait).
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -18,6 +20,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -340,6 +343,43 @@ TEST_P(BenchClientRate, AStallCountsForEveryRequestScheduledDuringIt) {
   EXPECT_GT(over_100ms, 5 * kConns) << r.output;
   EXPECT_GE(r.number("10000"), kRate * 0.19 * 0.75) << r.output;
   EXPECT_GE(r.number("max_us"), 190'000.0) << r.output;
+}
+
+TEST_P(BenchClientRate, AServerKeptOffItsCpuShowsItsRunQueueWait) {
+  if (!std::filesystem::exists("/proc/self/task/" + std::to_string(::gettid()) + "/schedstat")) {
+    GTEST_SKIP() << "no /proc/PID/task/TID/schedstat on this kernel";
+  }
+  ThreadedServer server(delayed_echo);
+  ASSERT_TRUE(server.listening());
+  // Two threads of this process (the "server" named by --server-pid) spin on one CPU for the
+  // whole run: each waits while the other runs, so together they wait about as long as the
+  // run lasts, whatever else the machine does.
+  cpu_set_t one_cpu;
+  CPU_ZERO(&one_cpu);
+  CPU_SET(::sched_getcpu(), &one_cpu);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinners;
+  for (int i = 0; i < 2; ++i) {
+    spinners.emplace_back([&] {
+      ::sched_setaffinity(0, sizeof one_cpu, &one_cpu);
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  const Report r = run(server.port(), 10, 200, 1, {"--server-pid", std::to_string(::getpid())});
+  stop = true;
+  for (auto& spinner : spinners) spinner.join();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GE(r.number("server_runqueue_wait_s"), 0.25) << r.output;
+  EXPECT_GE(r.number("client_runqueue_wait_s"), 0.0) << r.output;
+}
+
+TEST_P(BenchClientRate, WithoutAServerPidItsRunQueueWaitIsNotMeasured) {
+  ThreadedServer server(delayed_echo);
+  ASSERT_TRUE(server.listening());
+  const Report r = run(server.port(), 10, 200, 1);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.number("server_runqueue_wait_s"), -1.0) << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(ClientBackends, BenchClientRate, ucp::test::kBackendNames,
