@@ -10,8 +10,9 @@
 #      fresh. Every run writes its latency distribution (.hgrm).
 #   3. bench/results/<date>-<host>-latency.md: per server and rate the medians over the rounds
 #      of p50, p90, p99, p99.9, p99.99, max, the achieved rate, the client's own pacing
-#      delay and the server's and client's run-queue wait (runnable while another task held
-#      the CPU: the machine's share of the tail), and the range of p99.9 over the rounds; ratios of p99 and p99.9 to epoll_echo and asio_echo (echo) or nginx (HTTP),
+#      delay, the server's and client's run-queue wait (runnable while another task held
+#      the CPU) and their CPUs' steal time (the hypervisor's): the machine's share of the tail;
+#      and the range of p99.9 over the rounds; ratios of p99 and p99.9 to epoll_echo and asio_echo (echo) or nginx (HTTP),
 #      computed per round, then the median. One PNG per kind and rate with every server's
 #      latency-by-percentile curve (scripts/plot-latency.py; the round whose p99.9 is the
 #      median).
@@ -194,7 +195,9 @@ try:
     print(f"  [{what}] p50 {j['p50_us']:.1f}  p99 {j['p99_us']:.1f}  p99.9 {j['p999_us']:.1f}  "
           f"max {j['max_us']:.1f} us  achieved {j['achieved_rate']:.0f}/s  pacing p99 "
           f"{j['pacing_p99_us']:.1f} us  run-queue wait server {1e3 * j.get('server_runqueue_wait_s', -1) / j['seconds']:.1f} "
-          f"client {1e3 * j.get('client_runqueue_wait_s', -1) / j['seconds']:.1f} ms/s"
+          f"client {1e3 * j.get('client_runqueue_wait_s', -1) / j['seconds']:.1f} ms/s  steal server "
+          f"{1e3 * j.get('server_cpus_steal_s', -1) / j['seconds']:.1f} client "
+          f"{1e3 * j.get('client_cpus_steal_s', -1) / j['seconds']:.1f} ms/s"
           f"{'' if j['schedule_kept'] else '  SCHEDULE NOT KEPT'}"
           f"{'' if rc == '0' else '  exit ' + rc}")
 except Exception:
@@ -257,15 +260,15 @@ w(f"- Rates: percentages of epoll_echo's maximum, **{float(max_rate):.0f} req/s*
 w(f"- Open loop: bench_client --rate on $CONNS connections, $SIZE B echo or keep-alive GET /; each request's latency from its due time (coordinated omission corrected); $DURATION s measured after $WARMUP s of warm-up; $ROUNDS rounds, servers alternating; client flags: \`$CLIENT_FLAGS\` ($CLIENT_THREADS thread). Server on CPU $SERVER_CPUS, client on CPU $CLIENT_CPUS, nice $NICE.")
 w(f"- Reproduce: \`{meta['command']}\`")
 w("")
-w("Figures are medians over the rounds (µs). *pacing p99*: the client's own delay before its sends (it should be small beside the latencies); *server CPU*, *client CPU*: CPU-seconds per second of each over the run (a busy-polling client shows 100 %). *p99.9 range*: the lowest and highest p99.9 of the rounds (a spread wider than the gap between two servers means the machine, not the server, decided that gap). *run-queue wait*: milliseconds per second of the measured interval that the process's threads were runnable while another task held their CPU (/proc/PID/task/*/schedstat): the machine's share of the tail, which an otherwise idle machine keeps near 0. *kept*: rounds in which every request due was answered and the answers reached the rate. Ratios are per round, then the median; below 1 is better for the server named.\n")
+w("Figures are medians over the rounds (µs). *pacing p99*: the client's own delay before its sends (it should be small beside the latencies); *server CPU*, *client CPU*: CPU-seconds per second of each over the run (a busy-polling client shows 100 %). *p99.9 range*: the lowest and highest p99.9 of the rounds (a spread wider than the gap between two servers means the machine, not the server, decided that gap). *run-queue wait*: milliseconds per second of the measured interval that the process's threads were runnable while another task held their CPU (/proc/PID/task/*/schedstat): the machine's share of the tail, which an otherwise idle machine keeps near 0. *steal*: milliseconds per second that the hypervisor ran something else on the server's and the client's (virtual) CPUs; a stall that shows in neither is the program's own. *kept*: rounds in which every request due was answered and the answers reached the rate. Ratios are per round, then the median; below 1 is better for the server named.\n")
 
 for (kind, load) in sorted(runs):
     servers = order[(kind, load)]
     by = runs[(kind, load)]
     rate = float(max_rate) * load / 100
     w(f"## {'Echo $SIZE B' if kind == 'echo' else 'HTTP GET /'} at {load} % ({rate:.0f} req/s)\n")
-    w("| server | achieved req/s | p50 | p90 | p99 | p99.9 | p99.9 range | p99.99 | max | pacing p99 | server CPU | client CPU | server run-queue wait | client run-queue wait | kept | errors |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("| server | achieved req/s | p50 | p90 | p99 | p99.9 | p99.9 range | p99.99 | max | pacing p99 | server CPU | client CPU | server run-queue wait | client run-queue wait | steal server / client CPUs | kept | errors |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in servers:
         good = [j for j in by[s].values() if ok(j)]
         cpu = med([j["server_cpu_s"] / j["wall_s"] for j in good if j.get("server_cpu_s", -1) >= 0 and j["wall_s"] > 0])
@@ -273,14 +276,18 @@ for (kind, load) in sorted(runs):
         waits = {side: med([j[f"{side}_runqueue_wait_s"] * 1e3 / j["seconds"] for j in good
                             if j.get(f"{side}_runqueue_wait_s", -1) >= 0 and j["seconds"] > 0])
                  for side in ("server", "client")}
+        steal = {side: med([j[f"{side}_cpus_steal_s"] * 1e3 / j["seconds"] for j in good
+                            if j.get(f"{side}_cpus_steal_s", -1) >= 0 and j["seconds"] > 0])
+                 for side in ("server", "client")}
         p999s = [j["p999_us"] for j in good]
-        w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} | {} |".format(
+        w("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} | {} |".format(
             s, fmt(med([j["achieved_rate"] for j in good]), ".0f"),
             *[fmt(med([j[k] for j in good])) for k in ("p50_us", "p90_us", "p99_us", "p999_us")],
             f"{min(p999s):.0f}–{max(p999s):.0f}" if p999s else "–",
             *[fmt(med([j[k] for j in good])) for k in ("p9999_us", "max_us", "pacing_p99_us")],
             "–" if cpu is None else f"{100 * cpu:.0f} %", "–" if client is None else f"{100 * client:.0f} %",
             *["–" if waits[side] is None else f"{waits[side]:.1f} ms/s" for side in ("server", "client")],
+            " / ".join("–" if steal[side] is None else f"{steal[side]:.1f}" for side in ("server", "client")) + " ms/s",
             sum(1 for j in good if j["schedule_kept"]), len(by[s]),
             sum(int(j.get("errors", 0)) + int(j.get("unanswered", 0)) for j in good) + sum(1 for j in by[s].values() if not ok(j))))
     w("")

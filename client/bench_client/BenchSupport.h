@@ -17,6 +17,7 @@
 #include <system_error>
 #include <vector>
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,6 +179,40 @@ inline std::optional<CpuTimes> processes_cpu(const std::vector<int>& pids) {
     sum.system_s += one->system_s;
   }
   return sum;
+}
+
+/// The CPUs `pid` may run on (its main thread's affinity), added to `cpus`; false once it is
+/// gone.
+inline bool add_affinity(int pid, cpu_set_t& cpus) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(pid, sizeof mine, &mine) != 0) return false;
+  CPU_OR(&cpus, &cpus, &mine);
+  return true;
+}
+
+/// The steal time of `cpus` so far (s, /proc/stat's eighth figure): time the hypervisor ran
+/// something else while these virtual CPUs had work. It stalls a program without any task of
+/// the guest taking its CPU, so run-queue wait does not show it. nullopt without /proc/stat.
+inline std::optional<double> steal_seconds(const cpu_set_t& cpus) {
+  std::ifstream file("/proc/stat");
+  std::string line;
+  unsigned long long ticks = 0;
+  bool any = false;
+  while (std::getline(file, line)) {
+    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
+    std::istringstream fields(line);
+    std::string name;
+    unsigned long long value[8] = {};
+    fields >> name;
+    for (auto& v : value) fields >> v;  // user nice system idle iowait irq softirq steal
+    const int cpu = std::atoi(name.c_str() + 3);
+    if (!fields || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &cpus)) continue;
+    ticks += value[7];
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 /// The closing lines both modes print: client CPU, and the server's with `units` per

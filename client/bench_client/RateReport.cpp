@@ -52,12 +52,14 @@ bool print_rate_report(const Options& options, const RateResults& r) {
                 ",\"seconds\":%.3f,\"wall_s\":%.3f,\"conns\":%d,\"size\":%zu,\"threads\":%d,"
                 "\"backend\":\"%s\",\"http\":%s,\"ramp_s\":%.3f,\"client_cpu_s\":%.3f,"
                 "\"client_utime_s\":%.3f,\"server_cpu_s\":%.3f,\"server_utime_s\":%.3f,"
-                "\"client_runqueue_wait_s\":%.4f,\"server_runqueue_wait_s\":%.4f}\n",
+                "\"client_runqueue_wait_s\":%.4f,\"server_runqueue_wait_s\":%.4f,"
+                "\"client_cpus_steal_s\":%.4f,\"server_cpus_steal_s\":%.4f}\n",
                 kept ? "true" : "false", client_limited ? "true" : "false", r.errors,
                 r.verify_errors, r.connect_errors, r.closed_errors, r.http_errors, interval,
                 r.wall_s, options.conns, options.size, options.threads, r.backend,
                 options.http_path.empty() ? "false" : "true", r.ramp_s, r.client_cpu, r.client_user,
-                r.server_cpu, r.server_user, r.client_runqueue_wait, r.server_runqueue_wait);
+                r.server_cpu, r.server_user, r.client_runqueue_wait, r.server_runqueue_wait,
+                r.client_cpus_steal, r.server_cpus_steal);
     return kept;
   }
 
@@ -97,6 +99,14 @@ bool print_rate_report(const Options& options, const RateResults& r) {
         "client %.1f ms (%.1f ms/s)\n",
         1e3 * r.server_runqueue_wait, 1e3 * r.server_runqueue_wait / interval,
         1e3 * r.client_runqueue_wait, 1e3 * r.client_runqueue_wait / interval);
+  }
+  if (r.client_cpus_steal >= 0) {
+    std::printf(
+        "steal time in the interval (the hypervisor ran something else): client's CPUs "
+        "%.1f ms",
+        1e3 * r.client_cpus_steal);
+    if (r.server_cpus_steal >= 0) std::printf(", server's CPUs %.1f ms", 1e3 * r.server_cpus_steal);
+    std::printf("\n");
   }
   if (!rate_kept) {
     std::printf(

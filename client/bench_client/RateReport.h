@@ -27,6 +27,10 @@ struct RateResults {
   // CPUs (s); -1: not measured.
   double client_runqueue_wait = -1;
   double server_runqueue_wait = -1;
+  // Over the measured interval: the steal time of the CPUs each side may use (s); -1: not
+  // measured.
+  double client_cpus_steal = -1;
+  double server_cpus_steal = -1;
   const char* backend = "";
 };
 

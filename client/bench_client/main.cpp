@@ -389,6 +389,17 @@ int main(int argc, char** argv) {
   const std::optional<RunQueueWaits> client_waited_before = runqueue_waits({getpid()});
   std::optional<RunQueueWaits> server_waited_before;
   if (!options.server_pids.empty()) server_waited_before = runqueue_waits(options.server_pids);
+  // The CPUs each side may use, for their steal time.
+  cpu_set_t client_cpus;
+  CPU_ZERO(&client_cpus);
+  cpu_set_t server_cpus;
+  CPU_ZERO(&server_cpus);
+  bool server_cpus_known = !options.server_pids.empty();
+  bench::add_affinity(0, client_cpus);
+  for (int pid : options.server_pids) server_cpus_known &= bench::add_affinity(pid, server_cpus);
+  const std::optional<double> client_stolen_before = bench::steal_seconds(client_cpus);
+  std::optional<double> server_stolen_before;
+  if (server_cpus_known) server_stolen_before = bench::steal_seconds(server_cpus);
   const int64_t start = now_ns();
 
   uint64_t last_requests = 0;
@@ -426,6 +437,9 @@ int main(int argc, char** argv) {
   const std::optional<RunQueueWaits> client_waited_after = runqueue_waits({getpid()});
   std::optional<RunQueueWaits> server_waited_after;
   if (!options.server_pids.empty()) server_waited_after = runqueue_waits(options.server_pids);
+  const std::optional<double> client_stolen_after = bench::steal_seconds(client_cpus);
+  std::optional<double> server_stolen_after;
+  if (server_cpus_known) server_stolen_after = bench::steal_seconds(server_cpus);
   // Closed loop: the load stops now (each thread leaves its loop within 100 ms). Open loop:
   // each thread stops once the answers its schedule still owes are in (at most kDrainMs); an
   // interrupt stops them at once.
@@ -504,6 +518,10 @@ int main(int argc, char** argv) {
     if (client_waited_before && client_waited_after)
       results.client_runqueue_wait =
           runqueue_wait_between(*client_waited_before, *client_waited_after);
+    if (client_stolen_before && client_stolen_after)
+      results.client_cpus_steal = *client_stolen_after - *client_stolen_before;
+    if (server_stolen_before && server_stolen_after)
+      results.server_cpus_steal = *server_stolen_after - *server_stolen_before;
     if (server_waited_before && server_waited_after)
       results.server_runqueue_wait =
           runqueue_wait_between(*server_waited_before, *server_waited_after);
