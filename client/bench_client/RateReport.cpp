@@ -94,16 +94,15 @@ bool print_rate_report(const Options& options, const RateResults& r) {
                     "requests");
   if (r.server_runqueue_wait >= 0) {
     std::printf(
-        "run-queue wait in the interval (runnable while other tasks held the CPU): server %.1f ms "
-        "(%.1f ms/s), "
-        "client %.1f ms (%.1f ms/s)\n",
+        "run-queue wait in the interval (runnable while other tasks held the CPU): "
+        "server %.1f ms (%.1f ms/s), client %.1f ms (%.1f ms/s)\n",
         1e3 * r.server_runqueue_wait, 1e3 * r.server_runqueue_wait / interval,
         1e3 * r.client_runqueue_wait, 1e3 * r.client_runqueue_wait / interval);
   }
   if (r.client_cpus_steal >= 0) {
     std::printf(
-        "steal time in the interval (the hypervisor ran something else): client's CPUs "
-        "%.1f ms",
+        "steal time in the interval (the hypervisor ran something else): "
+        "client's CPUs %.1f ms",
         1e3 * r.client_cpus_steal);
     if (r.server_cpus_steal >= 0) std::printf(", server's CPUs %.1f ms", 1e3 * r.server_cpus_steal);
     std::printf("\n");
