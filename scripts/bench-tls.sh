@@ -472,7 +472,17 @@ instructions() {
 idle_memory() {
   local name=$1 run=$2 before after holder
   start_server "$name"
-  before=$(awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status")
+  # A server listens before it has finished starting (nginx goes on touching its memory after
+  # listen(): its "before" read at once was 24 to 36 MiB, by the machine's load): the figure
+  # before the connections is taken once it holds still, 3 readings 0.2 s apart (5 s at most).
+  local last=-1 same=0
+  for _ in $(seq 1 25); do
+    before=$(awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status")
+    if [ "$before" = "$last" ]; then same=$((same + 1)); else same=0; fi
+    [ "$same" -ge 2 ] && break
+    last=$before
+    sleep 0.2
+  done
   rm -f "$WORK/ready" && mkfifo "$WORK/hold"
   (pinned "$CLIENT_CPUS" python3 - "$PORT" "$IDLE_CONNS" "$WORK/hold" "$WORK/ready" \
     "${URL%%:*}" <<'PY'

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <exception>
 #include <span>
+#include <string_view>
+#include <utility>
 
 #include "ucp/log/Logger.h"
 #include "ucp/net/Socket.h"
@@ -43,6 +45,22 @@ void for_each_figure(tls::TlsCounters& a, const tls::TlsCounters& b, Apply apply
   apply(a.no_alpn, b.no_alpn);
 }
 
+// The server session of a new connection; empty (said in the log) when there is none: no
+// context loaded, or no memory for it.
+tls::TlsSession accept_session(const tls::TlsContext* context, const InetAddress& peer) {
+  auto session = context != nullptr ? tls::TlsSession::accept(*context)
+                                    : Result<tls::TlsSession>(Unexpected{std::errc::not_connected});
+  if (session) return std::move(*session);
+  LOG_WARN("tls {}: no session: {}", peer.to_string(), session.error().message());
+  return {};
+}
+
+// Its own frame, made only on this rare path: the write's awaiter would otherwise sit in every
+// connection's frame.
+Task<> reply_in_plaintext(TcpConnection& connection, std::string_view reply) {
+  (void)co_await connection.write(std::as_bytes(std::span(reply)));
+}
+
 }  // namespace
 
 const tls::TlsContext* TcpServer::tls_context_for(Worker& worker) {
@@ -80,15 +98,15 @@ Spawned TcpServer::serve_tls(Worker& worker, UniqueFd fd, InetAddress peer) {
   set_tcp_nodelay(fd.get(), true);
   prepare_accepted(fd.get(), peer);
   const tls::TlsContext* context = tls_context_for(worker);
-  auto session = context != nullptr ? tls::TlsSession::accept(*context)
-                                    : Result<tls::TlsSession>(Unexpected{std::errc::not_connected});
-  if (!session) {  // no context loaded, or no memory for the session: the fd closes
-    LOG_WARN("tls {}: no session: {}", peer.to_string(), session.error().message());
+  // The session goes straight into the connection, with no local of its own: a coroutine
+  // keeps every local in its frame for the connection's whole life, and this frame is the
+  // largest block an idle connection holds (docs/tls.md, "Memory").
+  detail::TlsConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
+                                   output_limits_, accept_session(context, peer));
+  if (connection.session().native_handle() == nullptr) {  // the fd closes with the connection
     live_.fetch_sub(1, std::memory_order_relaxed);
     co_return;
   }
-  detail::TlsConnection connection(*worker.loop, std::move(fd), peer, options_.read_timeout_ms,
-                                   output_limits_, std::move(*session));
   ConnectionNode node{&connection};
   enlist(worker, node);
   auto shaken = co_await connection.handshake(context->handshake_timeout_ms());
@@ -104,7 +122,7 @@ Spawned TcpServer::serve_tls(Worker& worker, UniqueFd fd, InetAddress peer) {
     // An HTTP client on the TLS port is told so in its own language, as nginx does.
     if (shaken.error() == tls::Errc::kNotTls && !options_.tls_plaintext_reply.empty() &&
         connection.drop_tls()) {
-      (void)co_await connection.write(std::as_bytes(std::span(options_.tls_plaintext_reply)));
+      co_await reply_in_plaintext(connection, options_.tls_plaintext_reply);
     }
   }
   co_await connection.close();

@@ -259,21 +259,39 @@ bool TlsConnection::plaintext_ready() noexcept {
 
 void TlsConnection::start_fill(ReadAwaiter& awaiter) { loop().spawn(fill(awaiter)); }
 
+/// One raw read of the fill, and what it brought decrypted, as one awaiter: its result is
+/// whether the fill is done. Nothing but the read itself is kept (the connection and the
+/// ciphertext's lease are the read's own), and no local of the fill's frame, which every idle
+/// connection holds, keeps the read's result.
+struct TlsConnection::FillStep {
+  ReadAwaiter raw;
+
+  FillStep(TlsConnection& connection, BufferLease& into) noexcept
+      : raw(connection.reader(), &into, ReadAwaiter::RawTag{}) {}
+  TlsConnection& self() const noexcept { return TlsConnection::of(raw.reader_); }
+  bool await_ready() noexcept {
+    self().filling_ = &raw;
+    return raw.await_ready();
+  }
+  bool await_suspend(std::coroutine_handle<> caller) noexcept { return raw.await_suspend(caller); }
+  bool await_resume() noexcept {
+    TlsConnection& connection = self();
+    connection.filling_ = nullptr;
+    auto received = raw.await_resume();
+    if (!received) {
+      connection.fill_error_ = received.error();
+      return true;
+    }
+    if (*received == 0) connection.session_.peer_eof();  // decrypting nothing reports the end
+    connection.decrypt(raw.lease_->bytes());
+    raw.lease_->reset();
+    return connection.plaintext_ready();
+  }
+};
+
 Spawned TlsConnection::fill(ReadAwaiter& awaiter) {
   BufferLease ciphertext;
-  for (;;) {
-    ReadAwaiter raw(reader(), &ciphertext, ReadAwaiter::RawTag{});
-    filling_ = &raw;
-    auto received = co_await raw;
-    filling_ = nullptr;
-    if (!received) {
-      fill_error_ = received.error();
-      break;
-    }
-    if (*received == 0) session_.peer_eof();  // decrypting nothing then reports the end
-    decrypt(ciphertext.bytes());
-    ciphertext.reset();
-    if (plaintext_ready()) break;
+  while (!co_await FillStep(*this, ciphertext)) {
   }
   reader().loop().schedule(awaiter.caller_);
 }

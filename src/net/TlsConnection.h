@@ -95,6 +95,7 @@ class TlsConnection final : public TcpConnection {
   /// raw read failed.
   void start_fill(ReadAwaiter& awaiter);
   Spawned fill(ReadAwaiter& awaiter);
+  struct FillStep;
   void cancel_fill() noexcept;
   /// await_resume: the plaintext (copied, or the block lent), 0 after close_notify, or why not.
   Result<size_t> finish_read(ReadAwaiter& awaiter) noexcept;
