@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -128,6 +129,10 @@ class ClientSession {
   const ResponseHead& response_head() const noexcept;
   /// The next piece of the body (a view valid until the next call); empty once it has ended.
   Task<Result<std::string_view>> read_body(uint32_t timeout_ms);
+  /// read_body() when its answer is already here (the piece or the end received, or an
+  /// error): without a wait, nor a coroutine frame. Empty when bytes must be waited for: call
+  /// read_body() then.
+  std::optional<Result<std::string_view>> try_read_body() noexcept;
   /// The response's trailer fields, once its body has ended (views valid until the next
   /// request).
   std::span<const Header> trailers() const noexcept;
@@ -148,9 +153,12 @@ class ClientSession {
   Task<> close();
 
  private:
-  /// Receives the next buffer into lease_ (pending_ views it). An empty pending_ after
-  /// success means the server closed.
-  Task<Result<void>> receive_more(uint32_t timeout_ms);
+  /// The end of a receive into lease_ (read_head() and read_body() await it in their own
+  /// frame): pending_ views the bytes; an empty pending_ after success means the server
+  /// closed. A failure is the session's (kClosed for a reset).
+  Result<void> received(Result<size_t> received) noexcept;
+  /// The parser's next body event on pending_, or empty when it needs more bytes.
+  std::optional<Result<std::string_view>> next_body_event() noexcept;
   Result<void> fail(std::error_code error) noexcept;
   Result<void> fail_send(std::error_code error) noexcept;
 
