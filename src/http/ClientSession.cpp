@@ -121,13 +121,13 @@ Result<void> ClientSession::fail_send(std::error_code error) noexcept {
   return Unexpected{error};
 }
 
-Task<Result<void>> ClientSession::send_head(std::string_view head, BodyFraming framing,
-                                            uint64_t length, bool head_request) {
+ClientSession::SendHead ClientSession::send_head(std::string_view head, BodyFraming framing,
+                                                 uint64_t length, bool head_request) {
   if (failed_ || send_failed_ || !request_complete_ || !response_complete_ || eof_) {
-    co_return fail(make_error_code(std::errc::connection_aborted));
+    return SendHead(*this, make_error_code(std::errc::connection_aborted));
   }
   // Bytes the server sent between two responses would be taken for the next one's.
-  if (!pending_.empty()) co_return fail(make_error_code(ClientErrc::kMalformedResponse));
+  if (!pending_.empty()) return SendHead(*this, make_error_code(ClientErrc::kMalformedResponse));
   lease_.reset();
   ++requests_;
   parser_->start(head_request);
@@ -139,14 +139,9 @@ Task<Result<void>> ClientSession::send_head(std::string_view head, BodyFraming f
   const bool body = request_framing_ == BodyFraming::kChunked ||
                     (request_framing_ == BodyFraming::kLength && length > 0);
   request_complete_ = !body;
-  if (body) {
-    // Queued (copied): it leaves with the first piece of the body, in one send.
-    if (auto queued = co_await connection_->write(head); !queued)
-      co_return fail_send(queued.error());
-    co_return Result<void>{};
-  }
-  if (auto sent = co_await connection_->write_all(head); !sent) co_return fail_send(sent.error());
-  co_return Result<void>{};
+  // With a body the head is queued (copied): it leaves with the body's first piece, in one
+  // send.
+  return SendHead(*this, head, body);
 }
 
 Task<Result<void>> ClientSession::send_body(std::string_view bytes) {
