@@ -12,8 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include "ucp/http/ClientSession.h"
+#include "ucp/http/ConnectionPool.h"
 #include "ucp/http/HttpServer.h"
 #include "ucp/io/Operations.h"
+#include "ucp/net/TcpClient.h"
 
 #include "Backends.h"
 #include "ErrorText.h"
@@ -326,6 +329,103 @@ TEST_F(ClientTest, MalformedAnswersAreErrors) {
     }(*loop_, server.port(), answer));
     loop_ = test::make_loop(64);
   }
+}
+
+TEST_F(ClientTest, ABodyAlreadyReceivedIsTakenWithoutAWait) {
+  // First answer: its body comes with its head. Second: the body comes 50 ms after the head.
+  test::ScriptedServer server([](int fd) {
+    if (test::read_head(fd).empty()) return;
+    (void)test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst");
+    if (test::read_head(fd).empty()) return;
+    (void)test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n");
+    std::this_thread::sleep_for(50ms);
+    (void)test::send_text(fd, "second");
+    (void)test::read_head(fd);  // until the client closes
+  });
+  run([](EventLoop& loop, uint16_t server_port) -> Task<> {
+    auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
+    EXPECT_TRUE(connection);
+    if (!connection) co_return;
+    ClientSession session(std::move(*connection));
+    const std::string head = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    EXPECT_TRUE(co_await session.send_head(head, BodyFraming::kNone));
+    EXPECT_TRUE(co_await session.read_head(5000));
+    auto piece = session.try_read_body();
+    EXPECT_TRUE(piece && *piece && **piece == "first");
+    auto end = session.try_read_body();
+    EXPECT_TRUE(end && *end && (*end)->empty());
+    EXPECT_TRUE(session.reusable());
+
+    EXPECT_TRUE(co_await session.send_head(head, BodyFraming::kNone));
+    EXPECT_TRUE(co_await session.read_head(5000));
+    std::string body;
+    for (;;) {
+      auto ready = session.try_read_body();
+      auto next = ready ? std::move(*ready) : co_await session.read_body(5000);
+      EXPECT_TRUE(next);
+      if (!next || next->empty()) break;
+      body.append(*next);
+    }
+    EXPECT_EQ(body, "second");
+    EXPECT_TRUE(session.reusable());
+    // A request before the last response has been read is refused, the session with it.
+    EXPECT_TRUE(co_await session.send_head(head, BodyFraming::kNone));
+    auto refused = co_await session.send_head(head, BodyFraming::kNone);
+    EXPECT_FALSE(refused);
+    if (!refused) {
+      EXPECT_EQ(refused.error(), std::errc::connection_aborted);
+    }
+    EXPECT_FALSE(session.reusable());
+    co_await session.close();
+  }(*loop_, server.port()));
+}
+
+TEST_F(ClientTest, PooledConnectionsIdleTooLongAreClosedEachInItsTime) {
+  // One timer serves the pool: a connection given back later expires later, one taken back
+  // in time does not expire, and an expiry is not the server's doing.
+  test::ScriptedServer server([](int fd) {
+    while (!test::read_head(fd).empty()) {
+      if (!test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) return;
+    }
+  });
+  run([](EventLoop& loop, uint16_t server_port) -> Task<> {
+    ConnectionPool pool(loop, {.max_idle = 8, .max_idle_per_key = 8, .idle_timeout_ms = 300});
+    auto fresh = [&]() -> Task<std::unique_ptr<ClientSession>> {
+      auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
+      EXPECT_TRUE(connection);
+      if (!connection) co_return nullptr;
+      auto session = std::make_unique<ClientSession>(std::move(*connection));
+      const std::string head = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+      EXPECT_TRUE(co_await session->send_head(head, BodyFraming::kNone));
+      EXPECT_TRUE(co_await session->read_head(5000));
+      for (;;) {
+        auto piece = co_await session->read_body(5000);
+        EXPECT_TRUE(piece);
+        if (!piece || piece->empty()) break;
+      }
+      EXPECT_TRUE(session->reusable());
+      co_return session;
+    };
+    auto first = co_await fresh();
+    auto second = co_await fresh();
+    if (!first || !second) co_return;
+    pool.give("a", std::move(first));
+    co_await io::sleep_for(loop, 200ms);
+    pool.give("b", std::move(second));
+    EXPECT_EQ(pool.idle(), 2u);
+    co_await io::sleep_for(loop, 200ms);  // "a" idle 400 ms, "b" 200 ms
+    EXPECT_EQ(pool.idle("a"), 0u);
+    EXPECT_EQ(pool.idle("b"), 1u);
+    auto again = co_await pool.take("b");  // in time: handed out, and not expired later
+    EXPECT_TRUE(again);
+    if (again) pool.give("b", std::move(again));
+    co_await io::sleep_for(loop, 200ms);  // given back 200 ms ago
+    EXPECT_EQ(pool.idle("b"), 1u);
+    co_await io::sleep_for(loop, 300ms);
+    EXPECT_EQ(pool.idle(), 0u);
+    EXPECT_EQ(pool.closed_by_server(), 0u);
+    EXPECT_EQ(co_await pool.take("b"), nullptr);
+  }(*loop_, server.port()));
 }
 
 TEST_F(ClientTest, ABodyEndedByTheCloseIsReadAndTheConnectionNotReused) {

@@ -1,5 +1,6 @@
 #include "ucp/http/ConnectionPool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <coroutine>
 #include <utility>
@@ -20,6 +21,7 @@ struct ConnectionPool::Idle {
   std::string key;
   std::unique_ptr<ClientSession> session;
   StopSource stop;
+  Clock::time_point due = Clock::time_point::max();  // closed then, unused (max: never)
   Idle* older = nullptr;
   Idle* newer = nullptr;
   bool linked = false;
@@ -45,8 +47,36 @@ struct ConnectionPool::TakeAwaiter {
   std::unique_ptr<ClientSession> await_resume() noexcept { return std::move(result); }
 };
 
+ConnectionPool::ExpiryTimer::ExpiryTimer(ConnectionPool& owner) noexcept
+    : TimerNode([](TimerNode& node) noexcept { static_cast<ExpiryTimer&>(node).pool.expire(); }),
+      pool(owner) {}
+
 ConnectionPool::ConnectionPool(EventLoop& loop, PoolOptions options)
     : loop_(loop), options_(options) {}
+
+void ConnectionPool::arm(Clock::time_point due) {
+  if (due == Clock::time_point::max()) return;
+  if (!expiry_.armed() || due < expiry_.due()) loop_.add_timer(expiry_, due);
+}
+
+void ConnectionPool::expire() noexcept {
+  // (A timer callback: the stops below only schedule the watches, which close their
+  // connections.)
+  const Clock::time_point now = loop_.now();
+  Clock::time_point next = Clock::time_point::max();
+  for (Idle* i = oldest_; i != nullptr;) {
+    Idle* newer = i->newer;
+    if (i->due <= now) {
+      unlink(*i);
+      i->pool = nullptr;
+      i->stop.request_stop();
+    } else {
+      next = std::min(next, i->due);
+    }
+    i = newer;
+  }
+  if (next != Clock::time_point::max()) loop_.add_timer(expiry_, next);
+}
 
 ConnectionPool::~ConnectionPool() { clear(); }
 
@@ -137,21 +167,20 @@ Spawned ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> se
   EventLoop& loop = loop_;  // the pool may be gone when the receive ends
   Idle idle(this, std::move(key), std::move(session));
   link(idle);
-  const Clock::time_point due =
-      options_.idle_timeout_ms == 0
-          ? Clock::time_point::max()
-          : loop_.now() + std::chrono::milliseconds(options_.idle_timeout_ms);
+  if (options_.idle_timeout_ms != 0) {
+    idle.due = loop_.now() + std::chrono::milliseconds(options_.idle_timeout_ms);
+    arm(idle.due);
+  }
   BufferLease lease;
-  auto received = co_await with_stop(
-      with_deadline(idle.session->connection().receive_into(lease), due), idle.stop.token());
+  auto received =
+      co_await with_stop(idle.session->connection().receive_into(lease), idle.stop.token());
   lease.reset();
   // Only a receive that take() cancelled before anything came leaves the connection clean.
   const bool clean = !received && received.error() == std::errc::operation_canceled;
   if (idle.pool != nullptr) {
     idle.pool->unlink(idle);
-    // (A close, a reset or a stray byte: the server's doing; its own idle timeout is not.)
-    if (!clean && (received.has_value() || (received.error() != std::errc::timed_out &&
-                                            received.error() != std::errc::operation_canceled))) {
+    // (A close, a reset or a stray byte: the server's doing; the pool's stop is not.)
+    if (!clean && (received.has_value() || received.error() != std::errc::operation_canceled)) {
       ++idle.pool->closed_by_server_;
     }
   }

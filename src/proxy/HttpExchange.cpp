@@ -46,8 +46,9 @@ class Active {
   uint64_t& count_;
 };
 
-Task<Result<void>> write_text(TcpConnection& connection, std::string_view text) {
-  co_return co_await connection.write_all(std::span(text.data(), text.size()));
+/// Not a coroutine: the caller awaits the connection's own awaiter (no frame per write).
+TcpConnection::WriteAwaiter write_text(TcpConnection& connection, std::string_view text) noexcept {
+  return connection.write_all(std::span(text.data(), text.size()));
 }
 
 /// One chunk of a chunked body: the size line and the CRLF are queued (copied), the bytes go
@@ -280,7 +281,11 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
     }
   }
   for (;;) {
-    auto piece = co_await session->read_body(timeout_ms);
+    // A piece already received is taken without a coroutine frame (the common case: a small
+    // body that came with its head, then its end).
+    auto ready = session->try_read_body();
+    Result<std::string_view> piece =
+        ready ? std::move(*ready) : co_await session->read_body(timeout_ms);
     if (head_waits && piece) {  // (at most kInlineBody bytes: the body's length bounds it)
       head_waits = false;
       out.append(*piece);

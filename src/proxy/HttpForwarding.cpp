@@ -1,5 +1,6 @@
 #include "HttpForwarding.h"
 
+#include <cassert>
 #include <charconv>
 #include <cstring>
 
@@ -45,6 +46,58 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
   if (!value.empty()) std::memcpy(p, value.data(), value.size());
   p += value.size();
   std::memcpy(p, "\r\n", 2);
+}
+
+/// Writes a head into room grown once up front (one growth and one fill for the whole head,
+/// instead of a capacity check and a growth per piece); the string is cut to what was written
+/// at the end. `room` must bound every byte written.
+class HeadWriter {
+ public:
+  HeadWriter(std::string& out, size_t room) : out_(out) {
+    const size_t at = out.size();
+    out.resize(at + room);
+    p_ = out.data() + at;
+  }
+  HeadWriter(const HeadWriter&) = delete;
+  HeadWriter& operator=(const HeadWriter&) = delete;
+  ~HeadWriter() {
+    assert(p_ <= out_.data() + out_.size());  // the room was enough
+    out_.resize(static_cast<size_t>(p_ - out_.data()));
+  }
+
+  HeadWriter& put(std::string_view text) noexcept {
+    if (!text.empty()) std::memcpy(p_, text.data(), text.size());
+    p_ += text.size();
+    return *this;
+  }
+  HeadWriter& put(char c) noexcept {
+    *p_++ = c;
+    return *this;
+  }
+  HeadWriter& end_line() noexcept {
+    p_[0] = '\r';
+    p_[1] = '\n';
+    p_ += 2;
+    return *this;
+  }
+  void field(std::string_view name, std::string_view value) noexcept {
+    put(name);
+    p_[0] = ':';
+    p_[1] = ' ';
+    p_ += 2;
+    put(value).end_line();
+  }
+
+ private:
+  std::string& out_;
+  char* p_ = nullptr;
+};
+
+/// The room every field line of `fields` takes ("name: value\r\n").
+size_t fields_room(std::span<const http::Header> fields) noexcept {
+  size_t room = 0;
+  for (const http::Header& field : fields) room += field.name.size() + field.value.size() + 4;
+  return room;
 }
 
 /// `value` in decimal, written into `digits`.
@@ -185,15 +238,23 @@ bool is_websocket_upgrade(const http::Request& request) noexcept {
 void append_upstream_head(std::string& out, const UpstreamHead& head) {
   const http::Request& request = head.request;
   std::array<char, 24> digits;
-  std::string_view target = request.target();
-  out.append(request.method_name()).append(" "sv);
+  const std::string_view target = request.target();
+  const std::string_view host = request.host();
+  const std::string_view upgrade = head.websocket ? request.header("upgrade") : std::string_view();
+  // Every piece below, each field counted whole (the joined ones are shorter), and the fixed
+  // text of the lines this adds (under 256 bytes).
+  HeadWriter w(out, request.method_name().size() + target.size() + request.path().size() +
+                        request.query().size() + 2 * host.size() + 2 * head.client_ip.size() +
+                        2 * head.proto.size() + upgrade.size() + fields_room(request.headers()) +
+                        256);
+  w.put(request.method_name()).put(' ');
   if (!target.empty() && target.front() != '/' && target != "*") {  // absolute-form
-    out.append(request.path());
-    if (!request.query().empty()) out.append("?"sv).append(request.query());
+    w.put(request.path());
+    if (!request.query().empty()) w.put('?').put(request.query());
   } else {
-    out.append(target);
+    w.put(target);
   }
-  out.append(" HTTP/1.1\r\nHost: "sv).append(request.host()).append("\r\n"sv);
+  w.put(" HTTP/1.1\r\nHost: "sv).put(host).end_line();
   const HopByHop hop(request.headers());
   bool forwarded_for = false;
   bool forwarded = false;
@@ -213,45 +274,41 @@ void append_upstream_head(std::string& out, const UpstreamHead& head) {
       forwarded = true;
       continue;
     }
-    append_field(out, name, field.value);
+    w.field(name, field.value);
   }
   // What came in (every field of the name, in order), then this hop's.
-  // (The literals of neighbouring lines go in one append.)
   auto join = [&](FieldName kind, bool present) {
     if (!present) return;
     for (const http::Header& field : request.headers()) {
       if (classify(field.name) == kind && !hop.contains(field.name, kind)) {
-        out.append(field.value).append(", "sv);
+        w.put(field.value).put(", "sv);
       }
     }
   };
-  out.append("X-Forwarded-For: "sv);
+  w.put("X-Forwarded-For: "sv);
   join(FieldName::kXForwardedFor, forwarded_for);
-  out.append(head.client_ip).append("\r\nX-Forwarded-Proto: "sv).append(head.proto);
-  out.append("\r\nForwarded: "sv);
+  w.put(head.client_ip).put("\r\nX-Forwarded-Proto: "sv).put(head.proto);
+  w.put("\r\nForwarded: "sv);
   join(FieldName::kForwarded, forwarded);
-  out.append("for="sv);
+  w.put("for="sv);
   if (head.client_ip.find(':') != std::string_view::npos) {
-    out.append("\"["sv).append(head.client_ip).append("]\""sv);
+    w.put("\"["sv).put(head.client_ip).put("]\""sv);
   } else {
-    out.append(head.client_ip);
+    w.put(head.client_ip);
   }
-  out.append(";proto="sv).append(head.proto);
-  if (!request.host().empty()) {
-    out.append(";host=\""sv).append(request.host()).append("\"\r\n"sv);
-  } else {
-    out.append("\r\n"sv);
-  }
+  w.put(";proto="sv).put(head.proto);
+  if (!host.empty()) w.put(";host=\""sv).put(host).put('"');
+  w.end_line();
   if (head.framing == http::BodyFraming::kLength) {
-    append_field(out, "Content-Length", decimal(head.content_length, digits));
+    w.field("Content-Length", decimal(head.content_length, digits));
   } else if (head.framing == http::BodyFraming::kChunked) {
-    append_field(out, "Transfer-Encoding", "chunked");
+    w.field("Transfer-Encoding", "chunked");
   }
   if (head.websocket) {
-    append_field(out, "Connection", "Upgrade");
-    append_field(out, "Upgrade", request.header("upgrade"));
+    w.field("Connection", "Upgrade");
+    w.field("Upgrade", upgrade);
   }
-  out.append("\r\n"sv);
+  w.end_line();
 }
 
 ClientFraming client_framing(const http::ResponseHead& head, int client_minor) noexcept {
@@ -272,8 +329,11 @@ void append_client_head(std::string& out, const ClientHead& head) {
   std::array<char, 24> digits;
   const std::string_view reason =
       response.reason.empty() ? http::reason_phrase(response.status) : response.reason;
-  out.append("HTTP/1.1 "sv).append(decimal(response.status, digits)).append(" "sv).append(reason);
-  out.append("\r\n"sv);
+  const std::string_view upgrade = head.upgrade ? response.header("upgrade") : std::string_view();
+  // The status line, every field counted whole, and the fixed text of the lines this adds
+  // (under 128 bytes, the status and the length included).
+  HeadWriter w(out, reason.size() + upgrade.size() + fields_room(response.headers) + 128);
+  w.put("HTTP/1.1 "sv).put(decimal(response.status, digits)).put(' ').put(reason).end_line();
   // A response without a body (to HEAD, a 304) keeps the Content-Length it announces.
   const bool keep_length =
       head.framing == ClientFraming::kNone && response.status >= 200 && response.status != 204;
@@ -282,22 +342,22 @@ void append_client_head(std::string& out, const ClientHead& head) {
     const FieldName kind = classify(field.name);
     if (hop.contains(field.name, kind)) continue;
     if (kind == FieldName::kContentLength && !keep_length) continue;
-    append_field(out, field.name, field.value);
+    w.field(field.name, field.value);
   }
   if (head.framing == ClientFraming::kLength) {
-    append_field(out, "Content-Length", decimal(response.content_length, digits));
+    w.field("Content-Length", decimal(response.content_length, digits));
   } else if (head.framing == ClientFraming::kChunked) {
-    append_field(out, "Transfer-Encoding", "chunked");
+    w.field("Transfer-Encoding", "chunked");
   }
   if (head.upgrade) {
-    append_field(out, "Connection", "Upgrade");
-    append_field(out, "Upgrade", response.header("upgrade"));
+    w.field("Connection", "Upgrade");
+    w.field("Upgrade", upgrade);
   } else if (!head.keep_alive) {
-    append_field(out, "Connection", "close");
+    w.field("Connection", "close");
   } else if (head.client_minor == 0) {
-    append_field(out, "Connection", "keep-alive");
+    w.field("Connection", "keep-alive");
   }
-  out.append("\r\n"sv);
+  w.end_line();
 }
 
 void append_status_response(std::string& out, int status, bool keep_alive, int client_minor) {

@@ -13,10 +13,11 @@
 // While a connection waits in the pool a receive stays posted on it, so that what the server
 // does meanwhile is seen at once: a close (the server's keep-alive timeout ran out), a reset,
 // or a byte it had no business sending, and the connection is closed and forgotten then; so is
-// one idle for idle_timeout_ms. take() cancels that receive and hands the connection over
-// only if nothing came. A server may still close a connection just as it is taken (the
-// request then meets the close): callers retry a request that got no byte of answer on a
-// reused connection when that is safe (no body, or one they can send again).
+// one idle for idle_timeout_ms (one timer for the whole pool, armed for the earliest expiry,
+// rather than one per connection given back). take() cancels that receive and hands the connection
+// over only if nothing came. A server may still close a connection just as it is taken (the request
+// then meets the close): callers retry a request that got no byte of answer on a reused connection
+// when that is safe (no body, or one they can send again).
 //
 // Bounds: at most max_idle_per_key per key and max_idle in all; beyond them give() closes the
 // oldest idle connection of the pool to make room (the least likely to be used again).
@@ -34,6 +35,7 @@
 #include "ucp/coro/Task.h"
 #include "ucp/http/ClientSession.h"
 #include "ucp/io/EventLoop.h"
+#include "ucp/io/Timer.h"
 
 namespace ucp::http {
 
@@ -76,6 +78,14 @@ class ConnectionPool {
   void link(Idle& idle) noexcept;
   void unlink(Idle& idle) noexcept;
   void evict_for(std::string_view key) noexcept;
+  /// Closes the idle connections whose time is up and arms the timer for the next one.
+  void expire() noexcept;
+  void arm(Clock::time_point due);
+
+  struct ExpiryTimer : TimerNode {
+    explicit ExpiryTimer(ConnectionPool& owner) noexcept;
+    ConnectionPool& pool;
+  };
 
   EventLoop& loop_;
   PoolOptions options_;
@@ -84,6 +94,7 @@ class ConnectionPool {
   size_t idle_count_ = 0;
   uint64_t reused_ = 0;
   uint64_t closed_by_server_ = 0;
+  ExpiryTimer expiry_{*this};  // last: destroyed (and so taken off the loop's timers) first
 };
 
 }  // namespace ucp::http

@@ -104,8 +104,9 @@ class RequestReader {
 
  private:
   Result<void> refuse(int status, std::string_view reason) noexcept;
-  /// Waits for more bytes until `due` (or `stop`); an empty pending_ afterwards means EOF.
-  Task<Result<void>> receive(Clock::time_point due, StopToken stop = {});
+  /// The end of a receive into lease_ (awaited in next() and read_body() themselves, no frame
+  /// of its own): pending_ views the bytes; an empty pending_ after success means EOF.
+  Result<void> received(Result<size_t> received) noexcept;
 
   TcpConnection& connection_;
   RequestReaderOptions options_;
