@@ -135,13 +135,18 @@ class Connection : private TimerNode {
   /// Before each receive(): the deadline for what the connection is waiting for.
   void arm_read_timer() noexcept;
   void cancel_read_timer() noexcept { tcp_.loop().cancel_timer(*this); }
-  /// Handles the requests in `data`: every complete one is answered, in order.
-  Task<Outcome> process(BufferLease data);
+  /// Handles the requests in `received` (taken, so it is empty after): every complete one is
+  /// answered, in order.
+  Task<Outcome> process(BufferLease& received);
   /// After Outcome::kUpgrade: what takes the connection over (the connection then stays counted
   /// as open until that ends).
   std::unique_ptr<Upgrade> take_upgrade() noexcept;
-  /// receive() failed: a timeout in the middle of a request is answered with 408.
-  Task<> read_failed(std::error_code error);
+  /// receive() failed: logs it; true if it is a timeout in the middle of a request, to be
+  /// answered with time_out_request(). A plain function, so that the error is not kept in
+  /// serve_http()'s frame across that answer.
+  bool read_failed(std::error_code error);
+  /// The 408 answer to a request whose read timed out, then FIN.
+  Task<> time_out_request();
   /// After an error response: send FIN, then read and drop what the client still sends
   /// (bounded by linger_timeout_ms) so that closing does not reset the response away.
   Task<> linger();

@@ -38,7 +38,7 @@ constexpr std::string_view kProbe = "pool?";
 // Bytes of pool memory per idle connection the product promises to stay within (one round
 // trip made; README "Memory per idle connection"). Measured: see the test output.
 constexpr size_t kEchoBudget = 1152;
-constexpr size_t kHttpBudget = 1408;
+constexpr size_t kHttpBudget = 1280;
 constexpr size_t kWebSocketBudget = 1664;
 
 bool sanitized() {
