@@ -225,7 +225,10 @@ Task<Result<const ResponseHead*>> ClientSession::read_head(uint32_t timeout_ms) 
       case Event::kNeedMore:
         break;
     }
-    // Awaited here rather than in a coroutine of its own: one frame less per response.
+    // Awaited here rather than in a coroutine of its own: one frame less per response. Not
+    // through a helper that returns with_deadline(...) either (read_body has the same lines):
+    // the deadline awaiter holds the receive awaiter by reference, so both must be
+    // temporaries of this co_await's full-expression.
     lease_.reset();
     pending_ = {};
     if (auto more = received(co_await with_deadline(
