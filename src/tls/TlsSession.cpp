@@ -362,6 +362,10 @@ void TlsSession::keep(std::span<const std::byte> ciphertext) {
   kept_taken_ = 0;
 }
 
+bool TlsSession::release_buffers() noexcept {
+  return ssl_ == nullptr || SSL_free_buffers(ssl_) == 1;
+}
+
 bool TlsSession::has_buffered_input() const noexcept {
   return ssl_ != nullptr && (SSL_pending(ssl_) > 0 || kept_taken_ < kept_size_);
 }
@@ -453,11 +457,7 @@ Result<TlsSession::ReadStep> TlsSession::read(std::span<const std::byte> ciphert
     if (produced == 0) return Unexpected{failure_};
     return ReadStep{consumed, produced, peer_closed_};
   }
-  if (ssl_error == SSL_ERROR_WANT_READ) {
-    // Out of input. SSL_MODE_RELEASE_BUFFERS misses a case (a TLS 1.3 client that has read
-    // the server's tickets keeps a 16 KiB read buffer): drop whatever holds no partial record.
-    SSL_free_buffers(ssl_);
-  } else if (ssl_error == SSL_ERROR_ZERO_RETURN) {
+  if (ssl_error == SSL_ERROR_ZERO_RETURN) {
     peer_closed_ = true;
     consumed = ciphertext.size();
     ERR_clear_error();
