@@ -271,6 +271,7 @@ void StreamWriter::wake_flush_waiter() noexcept {
 void StreamWriter::on_deadline() noexcept {
   if (quiet_timer_) {
     quiet_timer_ = false;
+    tls_warmth_ = 0;
     TlsConnection::of(*this).release_buffers();
     return;
   }
