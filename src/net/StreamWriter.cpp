@@ -123,10 +123,20 @@ void StreamWriter::start_send() noexcept {
 void StreamWriter::arm_deadline() noexcept {
   const uint32_t timeout_ms =
       state_ == State::kClosing ? limits_.close_flush_timeout_ms : limits_.write_timeout_ms;
-  if (drained() || timeout_ms == 0) {
-    loop().cancel_timer(deadline());
+  if (tls_ && drained()) {
+    // Nothing to send: the node times the connection's quiet instead (TlsConnection, "record
+    // buffers"). Moving it later, as every drained send does, is O(1).
+    quiet_timer_ = true;
+    loop().add_timer(deadline(), loop().now() + TlsConnection::kBuffersQuiet);
     return;
   }
+  if (drained() || timeout_ms == 0) {
+    // A quiet timer may run on while a send with no deadline is out: freeing the record
+    // buffers then is harmless (the ciphertext in flight is the session's, not OpenSSL's).
+    if (!quiet_timer_) loop().cancel_timer(deadline());
+    return;
+  }
+  quiet_timer_ = false;
   loop().add_timer(deadline(), loop().now() + std::chrono::milliseconds(timeout_ms));
 }
 
@@ -259,6 +269,12 @@ void StreamWriter::wake_flush_waiter() noexcept {
 }
 
 void StreamWriter::on_deadline() noexcept {
+  if (quiet_timer_) {
+    quiet_timer_ = false;
+    tls_warmth_ = 0;
+    TlsConnection::of(*this).release_buffers();
+    return;
+  }
   // The peer took nothing for the whole timeout: give up on the output.
   if (drained() || error_) return;
   fail(make_error_code(std::errc::timed_out));
@@ -350,7 +366,7 @@ void StreamWriter::start_tls_send() noexcept {
     on_send_complete(**started);  // last: it may free `this`
     return;
   }
-  if (!deadline().armed()) arm_deadline();
+  if (!deadline().armed() || quiet_timer_) arm_deadline();
 }
 
 size_t StreamWriter::tls_sent(size_t bytes) noexcept {

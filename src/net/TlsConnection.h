@@ -28,6 +28,7 @@
 //
 // Thread contract: the connection's loop thread only.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -52,6 +53,9 @@ class TlsConnection final : public TcpConnection {
   static constexpr uint32_t kHandshakeStepsPerIteration = 1;
   /// Decrypted bytes are taken into blocks of the loop's pool of this size.
   static constexpr size_t kPlaintextBytes = MemoryPool::kMaxBlockSize;
+  /// OpenSSL's record buffers (about 34 KiB) are freed once the connection has neither sent
+  /// nor waited for a receive for this long ("Record buffers" in TlsConnection.cpp).
+  static constexpr std::chrono::milliseconds kBuffersQuiet{20};
 
   TlsConnection(EventLoop& loop, UniqueFd fd, InetAddress peer, uint32_t read_timeout_ms,
                 OutputLimits output_limits, tls::TlsSession session) noexcept;
@@ -76,6 +80,9 @@ class TlsConnection final : public TcpConnection {
 
   tls::TlsSession& session() noexcept { return session_; }
   const tls::TlsSession& session() const noexcept { return session_; }
+
+  /// Frees the session's record buffers (a partial record keeps them).
+  void release_buffers() noexcept { session_.release_buffers(); }
 
   /// After a failed handshake: the connection goes on as plain TCP (for one answer in
   /// plaintext, such as a 400 to an HTTP client on the TLS port). False when output of the

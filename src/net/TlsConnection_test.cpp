@@ -6,9 +6,12 @@
 // speaks plain HTTP or garbage is closed without harm to the others; a flood of new
 // handshakes does not starve the ones that came before it.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +21,7 @@
 
 #include <gtest/gtest.h>
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
 #include <openssl/ssl.h>
 
 #include "ucp/memory/MemoryPool.h"
@@ -36,6 +40,45 @@ namespace ucp {
 namespace {
 
 using namespace std::chrono_literals;
+
+// OpenSSL's live heap bytes, the server's and the clients', through allocation functions
+// installed before main() (OpenSSL takes them only before its first allocation). A header in
+// front of each block keeps its size for the free.
+std::atomic<int64_t> g_openssl_bytes{0};
+constexpr size_t kHeader = 16;  // keeps malloc's alignment
+
+void* counted_malloc(size_t size, const char*, int) {
+  auto* block = static_cast<char*>(std::malloc(size + kHeader));
+  if (block == nullptr) return nullptr;
+  std::memcpy(block, &size, sizeof size);
+  g_openssl_bytes.fetch_add(static_cast<int64_t>(size), std::memory_order_relaxed);
+  return block + kHeader;
+}
+void counted_free(void* data, const char*, int) {
+  if (data == nullptr) return;
+  char* block = static_cast<char*>(data) - kHeader;
+  size_t size = 0;
+  std::memcpy(&size, block, sizeof size);
+  g_openssl_bytes.fetch_sub(static_cast<int64_t>(size), std::memory_order_relaxed);
+  std::free(block);
+}
+void* counted_realloc(void* data, size_t size, const char* file, int line) {
+  if (data == nullptr) return counted_malloc(size, file, line);
+  if (size == 0) {
+    counted_free(data, file, line);
+    return nullptr;
+  }
+  void* moved = counted_malloc(size, file, line);
+  if (moved == nullptr) return nullptr;
+  char* block = static_cast<char*>(data) - kHeader;
+  size_t old = 0;
+  std::memcpy(&old, block, sizeof old);
+  std::memcpy(moved, data, std::min(old, size));
+  counted_free(data, file, line);
+  return moved;
+}
+const bool g_counting_openssl =
+    CRYPTO_set_mem_functions(&counted_malloc, &counted_realloc, &counted_free) == 1;
 
 const test::TestPki& pki() { return test::TestPki::get(); }
 
@@ -396,6 +439,52 @@ TEST_P(TlsConnectionTest, IdleConnectionsHoldBoundedPoolBytesAndWorkAgain) {
     const std::string message = "again " + std::to_string(i);
     ASSERT_TRUE(idle[i].write(message)) << i;
     ASSERT_EQ(idle[i].read_exact(message.size()).data, message) << i;
+  }
+}
+
+// OpenSSL's record buffers (about 34 KiB a session) stay while a connection is busy and go once
+// it is quiet: established connections that echoed 16 KiB each way three times come back to
+// what they held right after their handshakes (which end without buffers). Waits are bounded; the
+// release itself comes kBuffersQuiet after the last echo, whenever the server's thread gets there.
+TEST_P(TlsConnectionTest, QuietConnectionsGiveTheirRecordBuffersBack) {
+  ASSERT_TRUE(g_counting_openssl) << "OpenSSL allocated before main()";
+  start(&lending_echo);
+  constexpr int kConnections = 16;
+  std::vector<test::TlsTestClient> clients;
+  for (int i = 0; i < kConnections; ++i) {
+    clients.push_back(test::TlsTestClient::connect(port_, client_settings()));
+    ASSERT_TRUE(clients.back()) << clients.back().error();
+  }
+  const test::Deadline handshaken(10000);
+  while (counters().handshakes_ok < kConnections && !handshaken.expired()) {
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_EQ(counters().handshakes_ok, uint64_t{kConnections});
+  const int64_t established = g_openssl_bytes.load();
+
+  // Busy: a few echoes back to back (a connection keeps its buffers once it keeps coming back).
+  const std::string message = pattern(16384);
+  for (auto& client : clients) {
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(client.write(message));
+      ASSERT_TRUE(client.read_exact(message.size()).data == message);
+    }
+  }
+  const int64_t busy = g_openssl_bytes.load();
+  // The clients' share changes a little (the tickets they read with the first echo).
+  constexpr int64_t kSlack = 1024;  // all of them together: less than one session's buffers
+  const test::Deadline quiet(10000);
+  while (g_openssl_bytes.load() - established > kConnections * kSlack && !quiet.expired()) {
+    std::this_thread::sleep_for(5ms);
+  }
+  const int64_t after = g_openssl_bytes.load();
+  std::printf("OpenSSL heap per connection after its handshake: %+lld bytes busy, %+lld quiet\n",
+              static_cast<long long>((busy - established) / kConnections),
+              static_cast<long long>((after - established) / kConnections));
+  EXPECT_LE(after - established, kConnections * kSlack) << "record buffers kept while idle";
+  for (auto& client : clients) {  // and they work again
+    ASSERT_TRUE(client.write("again"));
+    ASSERT_EQ(client.read_exact(5).data, "again");
   }
 }
 

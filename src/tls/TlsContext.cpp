@@ -207,9 +207,9 @@ Result<void, Error> configure_protocol(SSL_CTX* ctx, TlsVersion min_version, Tls
   SSL_CTX_clear_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_ALLOW_CLIENT_RENEGOTIATION |
                                  SSL_OP_LEGACY_SERVER_CONNECT |
                                  SSL_OP_ALLOW_UNSAFE_LEGACY_RENEGOTIATION);
-  // OpenSSL's record buffers (about 34 KiB) are freed whenever they are empty: an idle
-  // session holds none.
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  // No SSL_MODE_RELEASE_BUFFERS: it frees and allocates OpenSSL's record buffers (about
+  // 34 KiB) around every record, which a busy connection pays for each message. The session's
+  // holder frees them once the connection is quiet (TlsSession::release_buffers()).
   static const unsigned char kSessionContext[] = "ucp";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
   return {};

@@ -24,9 +24,11 @@
 //   later call returns it. OpenSSL may have queued an alert for the peer: send the output,
 //   then close the transport.
 //
-// Memory: OpenSSL's record buffers are released whenever they are empty
-// (SSL_MODE_RELEASE_BUFFERS), and the output and kept input are freed once drained, so an idle
-// session holds neither (docs/tls.md gives the bytes per idle session).
+// Memory: OpenSSL's record buffers (about 34 KiB) stay while the session is used, and go at
+// release_buffers(), which the holder calls once the connection is quiet (TlsConnection: a
+// while after its last send or receive); the handshake's end releases them too. The output and
+// kept input are freed once drained. An idle session so holds neither (docs/tls.md gives the
+// bytes per idle session).
 //
 // Ownership and threads: move-only; one thread at a time (the connection's loop). Sessions of
 // one context may live on any threads.
@@ -108,6 +110,9 @@ class TlsSession {
   /// True when read() may return plaintext without new input (decrypted bytes not yet
   /// taken, or a whole record kept).
   bool has_buffered_input() const noexcept;
+  /// Frees OpenSSL's record buffers (the next read or write allocates them again). False, and
+  /// nothing freed, while a partial record waits in them for the rest.
+  bool release_buffers() noexcept;
 
   /// Seals `plaintext` into records in the output. Returns the bytes taken: all of them, or
   /// an error (kNotEstablished, kClosed, or the session's failure).

@@ -200,6 +200,8 @@ class StreamWriter : private detail::PreSubmitHook, private TimerNode, private V
   bool full_ = false;             // past max_output_bytes: write() waits until half is left
   bool cancels_pending_ = false;  // some writer's cancel waits for the send in flight
   bool tls_ = false;              // a TlsConnection's writer: sends carry ciphertext
+  bool quiet_timer_ = false;      // TLS, drained: the deadline's node times the quiet instead
+  uint8_t tls_warmth_ = 0;        // TLS: receives that came within the quiet time (up to 2)
   OutputLimits limits_;
   OutputQueue queue_;
   // The last segment the send in flight covers (segments up to it may be read by the kernel).
