@@ -114,6 +114,9 @@ TEST(L4GatewayProcess, AnUpstreamKilledMidStreamEndsOnlyItsOwnClients) {
     clients.push_back(std::move(*fd));
   }
   ASSERT_TRUE(a->stop(SIGKILL).signal == SIGKILL);
+  // Dead as the gateway sees it: until its port refuses, a connect to it succeeds and is reset
+  // after the client's first bytes went up, which no proxy can retry on another server.
+  ASSERT_TRUE(wait_until_refused(a->port()));
   int ok = 0, ended = 0;
   for (auto& fd : clients) {
     const std::string outcome = round_trip(fd.get());

@@ -111,6 +111,21 @@ inline Result<UniqueFd> connect_loopback(uint16_t port, int64_t timeout_ms = 500
   return connect_tcp("127.0.0.1", port, timeout_ms, receive_buffer);
 }
 
+/// Waits until connects to loopback `port` are refused; false if one still got through at the
+/// deadline. A server killed with io_uring requests in flight on its listening socket (an
+/// accept) is reaped before the kernel tears its ring down, in the background: until then
+/// (tens of milliseconds on a busy machine) the socket still listens, and a connect completes,
+/// then is reset when the socket closes.
+inline bool wait_until_refused(uint16_t port, int64_t timeout_ms = 5000) {
+  const Deadline deadline(timeout_ms);
+  for (;;) {
+    auto fd = connect_loopback(port, std::max(1, deadline.remaining_ms()));
+    if (!fd && fd.error() == std::errc::connection_refused) return true;
+    if (deadline.expired()) return false;
+    ::poll(nullptr, 0, 1);
+  }
+}
+
 /// Sends every byte of `data` before the deadline.
 inline Result<void> send_all(int fd, std::span<const char> data, int64_t timeout_ms = 10000) {
   const Deadline deadline(timeout_ms);
