@@ -28,6 +28,8 @@ struct ConnectionPool::Idle {
   // take(): who waits for the watch to end, and where the session goes if it is still clean.
   std::coroutine_handle<> taker;
   std::unique_ptr<ClientSession>* out = nullptr;
+  // The watch's receive while it waits (try_take() ends it at once when it can).
+  TcpConnection::ReadAwaiter* receive = nullptr;
 
   ~Idle() {
     if (pool != nullptr) pool->unlink(*this);
@@ -136,7 +138,28 @@ void ConnectionPool::evict_for(std::string_view key) noexcept {
   if (idle_count_ >= options_.max_idle && oldest_ != nullptr) evict(*oldest_);
 }
 
+std::optional<std::unique_ptr<ClientSession>> ConnectionPool::try_take(
+    std::string_view key) noexcept {
+  Idle* found = nullptr;
+  for (Idle* i = newest_; i != nullptr; i = i->older) {  // the warmest first
+    if (i->key == key) {
+      found = i;
+      break;
+    }
+  }
+  if (found == nullptr) return std::unique_ptr<ClientSession>();
+  // The receive ends now, nothing having come: the connection is clean. The watch resumes
+  // later, finds the session gone and the pool no longer its own, and ends without a look at
+  // either.
+  if (found->receive == nullptr || !found->receive->abandon()) return std::nullopt;
+  unlink(*found);
+  found->pool = nullptr;
+  ++reused_;
+  return std::move(found->session);
+}
+
 Task<std::unique_ptr<ClientSession>> ConnectionPool::take(std::string_view key) {
+  if (auto now = try_take(key)) co_return std::move(*now);
   for (;;) {
     Idle* found = nullptr;
     for (Idle* i = newest_; i != nullptr; i = i->older) {  // the warmest first
@@ -172,8 +195,10 @@ Spawned ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> se
     arm(idle.due);
   }
   BufferLease lease;
-  auto received =
-      co_await with_stop(idle.session->connection().receive_into(lease), idle.stop.token());
+  auto receive = idle.session->connection().receive_into(lease);
+  idle.receive = &receive;
+  auto received = co_await with_stop(receive, idle.stop.token());
+  idle.receive = nullptr;
   lease.reset();
   // Only a receive that take() cancelled before anything came leaves the connection clean.
   const bool clean = !received && received.error() == std::errc::operation_canceled;
