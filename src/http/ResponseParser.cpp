@@ -418,8 +418,12 @@ int ResponseParser::on_headers_complete(llhttp_t* parser) noexcept {
   } else {
     head.framing = BodyFraming::kUntilClose;
   }
-  head.keep_alive = head.framing != BodyFraming::kUntilClose && status != 101 &&
-                    llhttp_should_keep_alive(parser) != 0;
+  // llhttp_should_keep_alive() without its look at the framing, decided above (a body until
+  // the close is never kept alive; every other framing is one it would keep): HTTP/1.1 unless
+  // "close", HTTP/1.0 only with "keep-alive".
+  const bool keep = parser->http_minor > 0 ? (parser->flags & F_CONNECTION_CLOSE) == 0
+                                           : (parser->flags & F_CONNECTION_KEEP_ALIVE) != 0;
+  head.keep_alive = head.framing != BodyFraming::kUntilClose && status != 101 && keep;
   p.head_complete_ = true;
   p.head_pending_ = true;
   p.head_size_ = 0;  // trailers have a budget of their own
