@@ -5,8 +5,6 @@
 #include <coroutine>
 #include <utility>
 
-#include "ucp/io/WithTimeout.h"
-
 namespace ucp::http {
 
 /// One idle connection: lives in the frame of the coroutine that watches it (watch()), which
@@ -20,7 +18,6 @@ struct ConnectionPool::Idle {
   ConnectionPool* pool;  // null once the pool is gone or has let go of it
   std::string key;
   std::unique_ptr<ClientSession> session;
-  StopSource stop;
   Clock::time_point due = Clock::time_point::max();  // closed then, unused (max: never)
   Idle* older = nullptr;
   Idle* newer = nullptr;
@@ -30,6 +27,13 @@ struct ConnectionPool::Idle {
   std::unique_ptr<ClientSession>* out = nullptr;
   // The watch's receive while it waits (try_take() ends it at once when it can).
   TcpConnection::ReadAwaiter* receive = nullptr;
+
+  /// Ends the watch's receive (the watch then resumes: with nothing received, the connection
+  /// is clean). Straight through the awaiter rather than a stop token: no callback to register
+  /// and unregister per connection given back.
+  void stop() noexcept {
+    if (receive != nullptr) receive->cancel();
+  }
 
   ~Idle() {
     if (pool != nullptr) pool->unlink(*this);
@@ -44,7 +48,7 @@ struct ConnectionPool::TakeAwaiter {
   void await_suspend(std::coroutine_handle<> caller) noexcept {
     idle.taker = caller;
     idle.out = &result;
-    idle.stop.request_stop();  // ends the watch's receive; the watch then resumes us
+    idle.stop();  // ends the watch's receive; the watch then resumes us
   }
   std::unique_ptr<ClientSession> await_resume() noexcept { return std::move(result); }
 };
@@ -71,7 +75,7 @@ void ConnectionPool::expire() noexcept {
     if (i->due <= now) {
       unlink(*i);
       i->pool = nullptr;
-      i->stop.request_stop();
+      i->stop();
     } else {
       next = std::min(next, i->due);
     }
@@ -115,7 +119,7 @@ void ConnectionPool::clear() noexcept {
     Idle& idle = *oldest_;
     unlink(idle);
     idle.pool = nullptr;
-    idle.stop.request_stop();  // the watch closes the connection
+    idle.stop();  // the watch closes the connection
   }
 }
 
@@ -124,7 +128,7 @@ void ConnectionPool::evict_for(std::string_view key) noexcept {
   auto evict = [this](Idle& idle) {
     unlink(idle);
     idle.pool = nullptr;
-    idle.stop.request_stop();
+    idle.stop();
   };
   // (Counting the key's connections walks them all: only when the pool holds that many.)
   if (idle_count_ >= options_.max_idle_per_key && idle(key) >= options_.max_idle_per_key) {
@@ -197,7 +201,7 @@ Spawned ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> se
   BufferLease lease;
   auto receive = idle.session->connection().receive_into(lease);
   idle.receive = &receive;
-  auto received = co_await with_stop(receive, idle.stop.token());
+  auto received = co_await receive;
   idle.receive = nullptr;
   lease.reset();
   // Only a receive that take() cancelled before anything came leaves the connection clean.
