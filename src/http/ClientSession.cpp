@@ -1,9 +1,5 @@
 #include "ucp/http/ClientSession.h"
 
-#include <chrono>
-
-#include "ucp/io/WithTimeout.h"
-
 #include "ResponseParser.h"
 
 namespace ucp::http {
@@ -64,10 +60,28 @@ void append_hex(std::string& out, uint64_t value) {
   while (n > 0) out.push_back(digits[--n]);
 }
 
-Clock::time_point deadline_after(EventLoop& loop, uint32_t timeout_ms) noexcept {
-  return timeout_ms == 0 ? Clock::time_point::max()
-                         : loop.now() + std::chrono::milliseconds(timeout_ms);
-}
+/// The connection's own read timeout bounded by `timeout_ms` for the reads made while it lives,
+/// then put back (a pooled connection's idle receive has none). The reader keeps one timer node
+/// for its deadline and only moves its due time per wait, where a deadline of the wait's own
+/// (with_deadline) pushes a node into the loop's timer heap and erases it again each time. Its
+/// expiry stops the connection's reading, which a session that timed out does no more of.
+class ReadTimeout {
+ public:
+  ReadTimeout(TcpConnection& connection, uint32_t timeout_ms) noexcept
+      : connection_(connection), saved_(connection.read_timeout_ms()) {
+    // 0 is none: the shorter of the two that are set.
+    if (timeout_ms != 0 && (saved_ == 0 || timeout_ms < saved_)) {
+      connection.set_read_timeout_ms(timeout_ms);
+    }
+  }
+  ReadTimeout(const ReadTimeout&) = delete;
+  ReadTimeout& operator=(const ReadTimeout&) = delete;
+  ~ReadTimeout() { connection_.set_read_timeout_ms(saved_); }
+
+ private:
+  TcpConnection& connection_;
+  uint32_t saved_;
+};
 
 }  // namespace
 
@@ -225,15 +239,11 @@ Task<Result<const ResponseHead*>> ClientSession::read_head(uint32_t timeout_ms) 
       case Event::kNeedMore:
         break;
     }
-    // Awaited here rather than in a coroutine of its own: one frame less per response. Not
-    // through a helper that returns with_deadline(...) either (read_body has the same lines):
-    // the deadline awaiter holds the receive awaiter by reference, so both must be
-    // temporaries of this co_await's full-expression.
+    // Awaited here rather than in a coroutine of its own: one frame less per response.
     lease_.reset();
     pending_ = {};
-    if (auto more = received(co_await with_deadline(
-            connection_->receive_into(lease_), deadline_after(connection_->loop(), timeout_ms)));
-        !more) {
+    const ReadTimeout deadline(*connection_, timeout_ms);
+    if (auto more = received(co_await connection_->receive_into(lease_)); !more) {
       co_return Unexpected{more.error()};
     }
   }
@@ -279,9 +289,8 @@ Task<Result<std::string_view>> ClientSession::read_body(uint32_t timeout_ms) {
   for (;;) {
     lease_.reset();
     pending_ = {};
-    if (auto more = received(co_await with_deadline(
-            connection_->receive_into(lease_), deadline_after(connection_->loop(), timeout_ms)));
-        !more) {
+    const ReadTimeout deadline(*connection_, timeout_ms);
+    if (auto more = received(co_await connection_->receive_into(lease_)); !more) {
       co_return Unexpected{more.error()};
     }
     if (auto now = next_body_event()) co_return std::move(*now);

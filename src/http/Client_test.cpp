@@ -428,6 +428,57 @@ TEST_F(ClientTest, PooledConnectionsIdleTooLongAreClosedEachInItsTime) {
   }(*loop_, server.port()));
 }
 
+TEST_F(ClientTest, APooledConnectionTakenWithoutAWaitIsUsedAtOnceAndMayBeDropped) {
+  // try_take() ends the idle receive at once: the connection is read by its next request, or
+  // dropped, before the pool's watcher has run again; the watcher then ends without a look at
+  // either (ASan: nothing read from a connection gone).
+  test::ScriptedServer server([](int fd) {
+    while (!test::read_head(fd).empty()) {
+      if (!test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) return;
+    }
+  });
+  run([](EventLoop& loop, uint16_t server_port) -> Task<> {
+    ConnectionPool pool(loop, {.max_idle = 8, .max_idle_per_key = 8, .idle_timeout_ms = 5000});
+    auto exchange = [](ClientSession& session) -> Task<bool> {
+      const std::string head = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+      if (!co_await session.send_head(head, BodyFraming::kNone)) co_return false;
+      if (!co_await session.read_head(5000)) co_return false;
+      for (;;) {
+        auto piece = co_await session.read_body(5000);
+        if (!piece) co_return false;
+        if (piece->empty()) co_return session.reusable();
+      }
+    };
+    auto take = [&pool](std::string_view key) -> Task<std::unique_ptr<ClientSession>> {
+      if (auto now = pool.try_take(key)) co_return std::move(*now);
+      co_return co_await pool.take(key);  // (a loop without multishot receives)
+    };
+    for (int i = 0; i < 2; ++i) {
+      auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
+      EXPECT_TRUE(connection);
+      if (!connection) co_return;
+      auto session = std::make_unique<ClientSession>(std::move(*connection));
+      EXPECT_TRUE(co_await exchange(*session));
+      pool.give("a", std::move(session));
+      for (int round = 0; round < 3; ++round) {
+        auto again = co_await take("a");
+        EXPECT_TRUE(again);
+        if (!again) co_return;
+        EXPECT_EQ(pool.idle(), static_cast<size_t>(i));  // the first connection, from i = 1
+        if (i == 1 && round == 2) break;  // dropped at once: closed in the background
+        EXPECT_TRUE(co_await exchange(*again));
+        pool.give("a", std::move(again));
+      }
+    }
+    co_await io::sleep_for(loop, 100ms);
+    EXPECT_EQ(pool.idle(), 1u);
+    EXPECT_EQ(pool.reused(), 6u);
+    EXPECT_EQ(pool.closed_by_server(), 0u);
+    auto last = co_await take("a");
+    EXPECT_TRUE(last && co_await exchange(*last));
+  }(*loop_, server.port()));
+}
+
 TEST_F(ClientTest, ABodyEndedByTheCloseIsReadAndTheConnectionNotReused) {
   test::ScriptedServer server([](int fd) {
     (void)test::read_head(fd);

@@ -5,8 +5,6 @@
 #include <coroutine>
 #include <utility>
 
-#include "ucp/io/WithTimeout.h"
-
 namespace ucp::http {
 
 /// One idle connection: lives in the frame of the coroutine that watches it (watch()), which
@@ -20,7 +18,6 @@ struct ConnectionPool::Idle {
   ConnectionPool* pool;  // null once the pool is gone or has let go of it
   std::string key;
   std::unique_ptr<ClientSession> session;
-  StopSource stop;
   Clock::time_point due = Clock::time_point::max();  // closed then, unused (max: never)
   Idle* older = nullptr;
   Idle* newer = nullptr;
@@ -28,6 +25,15 @@ struct ConnectionPool::Idle {
   // take(): who waits for the watch to end, and where the session goes if it is still clean.
   std::coroutine_handle<> taker;
   std::unique_ptr<ClientSession>* out = nullptr;
+  // The watch's receive while it waits (try_take() ends it at once when it can).
+  TcpConnection::ReadAwaiter* receive = nullptr;
+
+  /// Ends the watch's receive (the watch then resumes: with nothing received, the connection
+  /// is clean). Straight through the awaiter rather than a stop token: no callback to register
+  /// and unregister per connection given back.
+  void stop() noexcept {
+    if (receive != nullptr) receive->cancel();
+  }
 
   ~Idle() {
     if (pool != nullptr) pool->unlink(*this);
@@ -42,7 +48,7 @@ struct ConnectionPool::TakeAwaiter {
   void await_suspend(std::coroutine_handle<> caller) noexcept {
     idle.taker = caller;
     idle.out = &result;
-    idle.stop.request_stop();  // ends the watch's receive; the watch then resumes us
+    idle.stop();  // ends the watch's receive; the watch then resumes us
   }
   std::unique_ptr<ClientSession> await_resume() noexcept { return std::move(result); }
 };
@@ -69,7 +75,7 @@ void ConnectionPool::expire() noexcept {
     if (i->due <= now) {
       unlink(*i);
       i->pool = nullptr;
-      i->stop.request_stop();
+      i->stop();
     } else {
       next = std::min(next, i->due);
     }
@@ -113,7 +119,7 @@ void ConnectionPool::clear() noexcept {
     Idle& idle = *oldest_;
     unlink(idle);
     idle.pool = nullptr;
-    idle.stop.request_stop();  // the watch closes the connection
+    idle.stop();  // the watch closes the connection
   }
 }
 
@@ -122,7 +128,7 @@ void ConnectionPool::evict_for(std::string_view key) noexcept {
   auto evict = [this](Idle& idle) {
     unlink(idle);
     idle.pool = nullptr;
-    idle.stop.request_stop();
+    idle.stop();
   };
   // (Counting the key's connections walks them all: only when the pool holds that many.)
   if (idle_count_ >= options_.max_idle_per_key && idle(key) >= options_.max_idle_per_key) {
@@ -136,7 +142,28 @@ void ConnectionPool::evict_for(std::string_view key) noexcept {
   if (idle_count_ >= options_.max_idle && oldest_ != nullptr) evict(*oldest_);
 }
 
+std::optional<std::unique_ptr<ClientSession>> ConnectionPool::try_take(
+    std::string_view key) noexcept {
+  Idle* found = nullptr;
+  for (Idle* i = newest_; i != nullptr; i = i->older) {  // the warmest first
+    if (i->key == key) {
+      found = i;
+      break;
+    }
+  }
+  if (found == nullptr) return std::unique_ptr<ClientSession>();
+  // The receive ends now, nothing having come: the connection is clean. The watch resumes
+  // later, finds the session gone and the pool no longer its own, and ends without a look at
+  // either.
+  if (found->receive == nullptr || !found->receive->abandon()) return std::nullopt;
+  unlink(*found);
+  found->pool = nullptr;
+  ++reused_;
+  return std::move(found->session);
+}
+
 Task<std::unique_ptr<ClientSession>> ConnectionPool::take(std::string_view key) {
+  if (auto now = try_take(key)) co_return std::move(*now);
   for (;;) {
     Idle* found = nullptr;
     for (Idle* i = newest_; i != nullptr; i = i->older) {  // the warmest first
@@ -172,8 +199,10 @@ Spawned ConnectionPool::watch(std::string key, std::unique_ptr<ClientSession> se
     arm(idle.due);
   }
   BufferLease lease;
-  auto received =
-      co_await with_stop(idle.session->connection().receive_into(lease), idle.stop.token());
+  auto receive = idle.session->connection().receive_into(lease);
+  idle.receive = &receive;
+  auto received = co_await receive;
+  idle.receive = nullptr;
   lease.reset();
   // Only a receive that take() cancelled before anything came leaves the connection clean.
   const bool clean = !received && received.error() == std::errc::operation_canceled;

@@ -51,6 +51,7 @@ void ResponseParser::start(bool head_request) noexcept {
   head_.headers = std::move(headers);
   trailers_.clear();
   body_piece_ = {};
+  in_input_ = false;
   if (head_bytes_.capacity() > 16384) std::string().swap(head_bytes_);
 }
 
@@ -68,6 +69,7 @@ int ResponseParser::fail_too_large(const char* reason) noexcept {
 ResponseParser::Event ResponseParser::feed(std::string_view& input) noexcept {
   if (failed_) return Event::kError;
   if (upgraded_ || complete_) return Event::kNeedMore;  // the caller owns what follows
+  base_ = input.data();
   // A pause stops llhttp before the step that follows it (the end of a message after its last
   // body piece, say), so after one it runs once more even without new input.
   while (!input.empty() || kick_) {
@@ -85,7 +87,7 @@ ResponseParser::Event ResponseParser::feed(std::string_view& input) noexcept {
     const llhttp_errno_t error = llhttp_execute(&parser_, data, input.size());
     if (error == HPE_OK) {
       input = {};
-      return Event::kNeedMore;
+      return keep_head_tokens(false) ? Event::kNeedMore : Event::kError;
     }
     if (error != HPE_PAUSED) {
       if (!failed_) {
@@ -123,7 +125,7 @@ ResponseParser::Event ResponseParser::feed(std::string_view& input) noexcept {
       kick_ = false;
     }
   }
-  return Event::kNeedMore;
+  return keep_head_tokens(false) ? Event::kNeedMore : Event::kError;
 }
 
 ResponseParser::Event ResponseParser::finish() noexcept {
@@ -205,6 +207,28 @@ bool ResponseParser::read_chunk_line(std::string_view& input) noexcept {
 bool ResponseParser::append(Span& span, const char* at, size_t length, bool extend) noexcept {
   head_size_ += static_cast<uint32_t>(std::min<size_t>(length, UINT32_MAX / 2));
   if (head_size_ > limits_.max_head_bytes) return false;
+  if (!head_complete_) {
+    const auto from = static_cast<size_t>(at - base_);
+    if (!extend && from + length < kInInput) {
+      span = {kInInput | static_cast<uint32_t>(from), static_cast<uint32_t>(length)};
+      if (!in_input_) first_in_input_ = static_cast<uint32_t>(from);
+      in_input_ = true;
+      end_in_input_ = static_cast<uint32_t>(from + length);
+      return true;
+    }
+    if (extend && (span.offset & kInInput) != 0) {
+      if (head_token(span).data() + span.length == at && from + length < kInInput) {
+        span.length += static_cast<uint32_t>(length);
+        end_in_input_ = static_cast<uint32_t>(from + length);
+        return true;
+      }
+      // (Not behind its first piece: llhttp gives a token's pieces in order, in one input or
+      // at the end of one and the start of the next.)
+      if (!keep_head_tokens(false)) return false;
+    }
+  }
+  // Copied: a trailer's piece, or the next piece of a head's token that the end of the last
+  // input made keep_head_tokens() copy (the last copied, so this lands right behind it).
   std::string& bytes = head_complete_ ? trailer_bytes_ : head_bytes_;
   if (!extend) span = {static_cast<uint32_t>(bytes.size()), 0};
   try {
@@ -213,6 +237,41 @@ bool ResponseParser::append(Span& span, const char* at, size_t length, bool exte
     return false;
   }
   span.length += static_cast<uint32_t>(length);
+  return true;
+}
+
+bool ResponseParser::keep_head_tokens(bool whole) noexcept {
+  if (!in_input_) return true;
+  in_input_ = false;
+  auto for_each_token = [this](auto&& f) {
+    if ((status_text_.offset & kInInput) != 0) f(status_text_);
+    for (Field& field : fields_) {
+      if ((field.name.offset & kInInput) != 0) f(field.name);
+      if ((field.value.offset & kInInput) != 0) f(field.value);
+    }
+  };
+  const uint32_t stretch = end_in_input_ - first_in_input_;
+  try {
+    if (whole && stretch <= limits_.max_head_bytes) {
+      // One copy of the head's bytes (a few field separators more than its tokens).
+      const auto at = static_cast<uint32_t>(head_bytes_.size());
+      head_bytes_.append(base_ + first_in_input_, stretch);
+      for_each_token(
+          [&](Span& span) { span.offset = (span.offset & ~kInInput) - first_in_input_ + at; });
+      return true;
+    }
+    size_t bytes = 0;
+    for_each_token([&](Span& span) { bytes += span.length; });
+    head_bytes_.reserve(head_bytes_.size() + bytes);
+    for_each_token([&](Span& span) {
+      const auto at = static_cast<uint32_t>(head_bytes_.size());
+      head_bytes_.append(head_token(span));
+      span.offset = at;
+    });
+  } catch (const std::bad_alloc&) {
+    fail("out of memory");
+    return false;
+  }
   return true;
 }
 
@@ -227,6 +286,7 @@ int ResponseParser::on_message_begin(llhttp_t* parser) noexcept {
   p.open_ = Token::kNone;
   p.fold_scan_ = FoldScan::kOff;
   p.head_size_ = 0;
+  p.in_input_ = false;
   p.transfer_encoding_count_ = 0;
   p.transfer_encoding_chunked_ = false;
   p.last_chunk_ = false;
@@ -302,16 +362,20 @@ int ResponseParser::on_header_value_complete(llhttp_t* parser) noexcept {
   Field& field = fields.back();
   if (p.open_ != Token::kValue) field.value = {};
   p.open_ = Token::kNone;
-  const std::string& bytes = p.head_complete_ ? p.trailer_bytes_ : p.head_bytes_;
-  while (field.value.length > 0 &&
-         is_whitespace(bytes[field.value.offset + field.value.length - 1])) {
-    --field.value.length;  // llhttp drops leading whitespace only
+  if (p.head_complete_) {
+    const std::string& bytes = p.trailer_bytes_;
+    while (field.value.length > 0 &&
+           is_whitespace(bytes[field.value.offset + field.value.length - 1])) {
+      --field.value.length;  // llhttp drops leading whitespace only
+    }
+    return 0;
   }
-  if (!p.head_complete_) {
-    const std::string_view name(bytes.data() + field.name.offset, field.name.length);
-    if (name.size() == 17 && iequals(name, "transfer-encoding")) {  // (no call for the rest)
+  std::string_view value = p.head_token(field.value);
+  while (!value.empty() && is_whitespace(value.back())) value.remove_suffix(1);
+  field.value.length = static_cast<uint32_t>(value.size());
+  if (field.name.length == 17) {  // (no call for the other names)
+    if (iequals(p.head_token(field.name), "transfer-encoding")) {
       ++p.transfer_encoding_count_;
-      const std::string_view value(bytes.data() + field.value.offset, field.value.length);
       p.transfer_encoding_chunked_ = iequals(value, "chunked");
     }
   }
@@ -354,8 +418,12 @@ int ResponseParser::on_headers_complete(llhttp_t* parser) noexcept {
   } else {
     head.framing = BodyFraming::kUntilClose;
   }
-  head.keep_alive = head.framing != BodyFraming::kUntilClose && status != 101 &&
-                    llhttp_should_keep_alive(parser) != 0;
+  // llhttp_should_keep_alive() without its look at the framing, decided above (a body until
+  // the close is never kept alive; every other framing is one it would keep): HTTP/1.1 unless
+  // "close", HTTP/1.0 only with "keep-alive".
+  const bool keep = parser->http_minor > 0 ? (parser->flags & F_CONNECTION_CLOSE) == 0
+                                           : (parser->flags & F_CONNECTION_KEEP_ALIVE) != 0;
+  head.keep_alive = head.framing != BodyFraming::kUntilClose && status != 101 && keep;
   p.head_complete_ = true;
   p.head_pending_ = true;
   p.head_size_ = 0;  // trailers have a budget of their own
@@ -391,6 +459,7 @@ int ResponseParser::on_message_complete(llhttp_t* parser) noexcept {
 // The head's and the trailers' views are made only once they are complete: appending to their
 // storage before could move it.
 bool ResponseParser::publish_head() noexcept {
+  if (!keep_head_tokens(true)) return false;
   head_.reason = {head_bytes_.data() + status_text_.offset, status_text_.length};
   try {
     head_.headers.clear();

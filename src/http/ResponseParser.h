@@ -72,9 +72,10 @@ class ResponseParser {
 
  private:
   struct Span {
-    uint32_t offset = 0;
+    uint32_t offset = 0;  // in head_bytes_ (trailer_bytes_), or with kInInput, from base_
     uint32_t length = 0;
   };
+  static constexpr uint32_t kInInput = 1U << 31;
   struct Field {
     Span name;
     Span value;
@@ -98,8 +99,20 @@ class ResponseParser {
 
   int fail(const char* reason) noexcept;
   int fail_too_large(const char* reason) noexcept;
-  /// Appends a piece of the current token to the storage of the head or of the trailers.
+  /// Records a piece of the current token: a head's token as a view into the input (copied
+  /// by keep_head_tokens() before the input goes), a trailer's copied into trailer_bytes_.
   bool append(Span& span, const char* at, size_t length, bool extend) noexcept;
+  /// Copies the head's tokens that are still views into the input to head_bytes_: the whole
+  /// stretch from the first to the last in one copy when `whole` (the head is complete; it is
+  /// then at most one input long), else each token apart (the input ends mid-head: its bytes
+  /// between tokens are not kept).
+  bool keep_head_tokens(bool whole) noexcept;
+  /// The bytes of a head's token, wherever they are.
+  std::string_view head_token(Span span) const noexcept {
+    return (span.offset & kInInput) != 0
+               ? std::string_view(base_ + (span.offset & ~kInInput), span.length)
+               : std::string_view(head_bytes_.data() + span.offset, span.length);
+  }
   bool read_chunk_line(std::string_view& input) noexcept;
   /// Reads the bytes between a field's colon and its value (they may span inputs) for a fold
   /// after an empty value; false (and failed) when there is one.
@@ -111,7 +124,7 @@ class ResponseParser {
   const SessionLimits limits_;
   ResponseHead head_;
   std::vector<Header> trailers_;
-  std::string head_bytes_;     // the head's strings (reserved once: views stay put)
+  std::string head_bytes_;     // the head's strings (views are made once it is complete)
   std::string trailer_bytes_;  // the trailers'
   std::vector<Field> fields_;  // of the head, then (trailers_) of the trailers
   std::vector<Field> trailer_fields_;
@@ -120,6 +133,12 @@ class ResponseParser {
   // Which feed() delivered what, to tell a value continued across inputs from a fold.
   uint32_t serial_ = 0;
   const char* input_begin_ = nullptr;
+  // The input of this feed() as it came: a head's tokens recorded as views lie in it. The head
+  // is copied once, when it is complete, instead of token by token as llhttp reports them.
+  const char* base_ = nullptr;
+  bool in_input_ = false;        // some of the head's tokens are views into the input
+  uint32_t first_in_input_ = 0;  // where the first of them begins (from base_)
+  uint32_t end_in_input_ = 0;    // where the last of them ends
   const char* input_end_ = nullptr;
   const char* name_end_ = nullptr;
   uint32_t name_serial_ = 0;

@@ -28,6 +28,8 @@ struct Parsed {
 
 /// Feeds `pieces` one after the other (each a separate input, as separate receives would be),
 /// then the end of the connection if `eof`. The body is collected from the pieces as they come.
+/// Each input is overwritten and freed once it has been fed, as a receive buffer given back
+/// would be: the head and the trailers must not point into one.
 Parsed parse(const std::vector<std::string>& pieces, bool head_request = false, bool eof = false) {
   SessionLimits limits;
   limits.max_head_bytes = 1024;
@@ -37,7 +39,8 @@ Parsed parse(const std::vector<std::string>& pieces, bool head_request = false, 
   Parsed out;
   bool ended = false;
   for (const std::string& piece : pieces) {
-    std::string_view input = piece;
+    std::string held = piece;
+    std::string_view input = held;
     while (!ended) {
       const Event event = parser.feed(input);
       if (event == Event::kNeedMore) break;
@@ -57,6 +60,7 @@ Parsed parse(const std::vector<std::string>& pieces, bool head_request = false, 
       if (event == Event::kEnd) ended = true;
     }
     if (ended) out.left += input.size();
+    held.assign(held.size(), '#');
   }
   if (!ended && eof) {
     if (parser.finish() != Event::kEnd) {

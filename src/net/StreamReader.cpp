@@ -125,6 +125,7 @@ std::coroutine_handle<> StreamReader::ReadAwaiter::on_single_shot(detail::IoCont
 }
 
 Result<size_t> StreamReader::ReadAwaiter::await_resume() noexcept {
+  if (mode_ == Mode::kAbandoned) return Unexpected{std::errc::operation_canceled};
   StreamReader& r = reader_;
   if (r.tls_ && !raw_) return TlsConnection::of(r).finish_read(*this);
   Result<size_t> result = Unexpected{r.stop_reason_};
@@ -169,6 +170,7 @@ Result<size_t> StreamReader::ReadAwaiter::await_resume() noexcept {
 }
 
 void StreamReader::ReadAwaiter::cancel() noexcept {
+  if (mode_ == Mode::kAbandoned) return;  // ended already, and the reader may be gone
   StreamReader& r = reader_;
   if (mode_ == Mode::kTls) {
     TlsConnection::of(r).cancel_fill();  // its raw read ends; the fill resumes us
@@ -187,6 +189,17 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
   r.loop().cancel_timer(r.deadline());
   result_ = -ECANCELED;
   r.loop().schedule(caller_);
+}
+
+bool StreamReader::ReadAwaiter::abandon() noexcept {
+  StreamReader& r = reader_;
+  if (mode_ != Mode::kMultishot || r.waiting_ != this || !r.stream().has_waiter()) return false;
+  r.waiting_ = nullptr;
+  r.stream().drop_waiter();  // the stream keeps receiving for the next reader
+  r.loop().cancel_timer(r.deadline());
+  mode_ = Mode::kAbandoned;
+  r.loop().schedule(caller_);
+  return true;
 }
 
 // ---- stopping ----

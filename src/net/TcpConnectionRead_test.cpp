@@ -401,5 +401,94 @@ TEST(StopReading, AReaderAlreadyMadeReadyByNewsResumesOnce) {
   }
 }
 
+// ---- abandon(): a waiting read ended for good, the connection read by another ----
+
+// A pooled connection handed out at once (http::ConnectionPool::try_take) is read by its next
+// user before the abandoned read of the pool's watcher resumes. That read resumes once, with
+// operation_canceled, and touches the reader no more: the next read's bytes and its deadline
+// are its own.
+TEST(AbandonRead, TheNextReaderGetsTheBytesAndItsDeadline) {
+  for (BackendKind backend : {BackendKind::kIoUring, BackendKind::kEpoll}) {
+    if (!test::backend_unusable(backend).empty()) continue;
+    SCOPED_TRACE(test::backend_label(backend));
+    LoopOptions options;
+    options.backend = backend;
+    options.ring_entries = 64;
+    options.provided_buffers_count = 16;
+    auto loop = EventLoop::create(options);
+    ASSERT_TRUE(loop);
+    auto listener = listen_on(*InetAddress::parse("127.0.0.1", 0), {});
+    ASSERT_TRUE(listener);
+    const uint16_t port = InetAddress::local_of(listener->get())->port();
+    auto peer = test::connect_loopback(port);
+    ASSERT_TRUE(peer);
+    UniqueFd fd(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    TcpConnection connection(**loop, std::move(fd), InetAddress{}, 0);
+    if (!connection.multishot()) continue;  // abandon() is for multishot reads only
+    int abandoned_resumed = 0;
+    std::error_code abandoned_result[2];
+    std::string next_bytes;
+    std::error_code deadline_result;
+    bool done = false;
+    BufferLease leases[2];
+    TcpConnection::ReadAwaiter abandoned[2] = {connection.receive_into(leases[0]),
+                                               connection.receive_into(leases[1])};
+    // Awaited through a reference (the awaiter stays where abandon() is called on it).
+    struct Awaiting {
+      TcpConnection::ReadAwaiter& read;
+      bool await_ready() const noexcept { return read.await_ready(); }
+      bool await_suspend(std::coroutine_handle<> caller) noexcept {
+        return read.await_suspend(caller);
+      }
+      Result<size_t> await_resume() noexcept { return read.await_resume(); }
+    };
+    auto wait = [&](int i) -> Task<> {
+      auto n = co_await Awaiting{abandoned[i]};
+      ++abandoned_resumed;
+      if (!n) abandoned_result[i] = n.error();
+    };
+    auto abandon_then_wait = [&]() -> Task<> {
+      co_await io::sleep_for(**loop, 1ms);  // the second read waits by now
+      EXPECT_TRUE(abandoned[1].abandon());
+      // A read waiting on its deadline when the abandoned one resumes: the deadline stays.
+      connection.set_read_timeout_ms(100);
+      BufferLease lease;
+      auto silent = co_await connection.receive_into(lease);
+      if (!silent) deadline_result = silent.error();
+    };
+    auto take_over = [&]() -> Task<> {
+      co_await io::sleep_for(**loop, 1ms);  // the first read waits by now
+      EXPECT_TRUE(abandoned[0].abandon());
+      EXPECT_FALSE(abandoned[0].abandon());  // once
+      // Read at once, before the abandoned read resumes: the bytes are this read's.
+      EXPECT_TRUE(test::send_text(peer->get(), "x"));
+      BufferLease lease;
+      auto n = co_await connection.receive_into(lease);
+      if (n) next_bytes.assign(lease.chars(), lease.size());
+      lease.reset();
+      co_await when_all(wait(1), abandon_then_wait());
+    };
+    auto body = [&]() -> Task<> {
+      co_await when_all(wait(0), take_over());
+      co_await connection.close();
+      done = true;
+      (*loop)->stop();
+    };
+    auto watchdog = [&]() -> Task<> {
+      co_await io::sleep_for(**loop, 5s);
+      (*loop)->stop();
+    };
+    (*loop)->spawn(body());
+    (*loop)->spawn(watchdog());
+    (*loop)->run();
+    EXPECT_TRUE(done);
+    EXPECT_EQ(abandoned_resumed, 2);
+    EXPECT_EQ(abandoned_result[0], std::errc::operation_canceled);
+    EXPECT_EQ(abandoned_result[1], std::errc::operation_canceled);
+    EXPECT_EQ(next_bytes, "x");
+    EXPECT_EQ(deadline_result, std::errc::timed_out);
+  }
+}
+
 }  // namespace
 }  // namespace ucp

@@ -123,7 +123,11 @@ Task<bool> HttpProxy::forward(Worker& worker, Exchange& x) {
     key.assign(peer->name());
     // A PROXY header names one client connection: such a connection serves that one only.
     if (proxy_protocol != ProxyProtocolVersion::kOff) key.append("|").append(x.address.to_string());
-    session = co_await state.pool.take(key);
+    if (auto idle = state.pool.try_take(key)) {  // (no coroutine frame when nothing is awaited)
+      session = std::move(*idle);
+    } else {
+      session = co_await state.pool.take(key);
+    }
     const bool reused = session != nullptr;
     if (reused) {
       ++counts.connections_reused;

@@ -53,6 +53,7 @@ Upstreams::WorkerUpdate HttpProxy::reconfigure_with_upstreams(HttpProxyOptions o
     Worker* w = worker_for(view.loop());
     if (w == nullptr) return;
     w->settings = settings;
+    w->last_group = {};
     // Pools of groups that are gone close their idle connections; requests in flight hold
     // their group's state and finish.
     for (auto it = w->groups.begin(); it != w->groups.end();) {
@@ -150,7 +151,7 @@ Task<> HttpProxy::serve(TcpConnection& client) {
                         ip,
                         *now,
                         std::move(routed.group),
-                        worker->group_state(*routed.upstream),
+                        worker->group_state(now, *routed.upstream),
                         scratch};
       keep = co_await forward(*worker, exchange);
     }

@@ -77,6 +77,15 @@ struct HttpProxy::Worker {
   Clock::time_point last_warning{};
   bool draining = false;  // drain(): answers end their connections
   IdleWait* idle = nullptr;
+  // The group group_state() found last, by the address of its name in the settings that named
+  // it (held here, so that the address cannot come to name another). Reset when the groups
+  // change.
+  struct LastGroup {
+    std::shared_ptr<const Settings> settings;
+    const std::string* name = nullptr;
+    std::shared_ptr<Group> state;
+  };
+  LastGroup last_group;
 
   void link(IdleWait& wait) noexcept {
     wait.worker = this;
@@ -101,6 +110,15 @@ struct HttpProxy::Worker {
       it = groups.emplace(std::string(name), std::make_shared<Group>(*loop)).first;
     }
     return it->second;
+  }
+  /// The same, for the group `named_by` names `name` (a string of theirs): the group of the
+  /// request before is most often the next one's, and is found without the lookup by name.
+  std::shared_ptr<Group> group_state(const std::shared_ptr<const Settings>& named_by,
+                                     const std::string& name) {
+    if (last_group.name != &name || last_group.settings != named_by) {
+      last_group = {named_by, &name, group_state(name)};
+    }
+    return last_group.state;
   }
   /// Failures come in floods (a group whose servers are all down): one line a second.
   bool warn_allowed(Clock::time_point now) {

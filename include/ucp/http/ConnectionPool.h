@@ -15,9 +15,11 @@
 // or a byte it had no business sending, and the connection is closed and forgotten then; so is
 // one idle for idle_timeout_ms (one timer for the whole pool, armed for the earliest expiry,
 // rather than one per connection given back). take() cancels that receive and hands the connection
-// over only if nothing came. A server may still close a connection just as it is taken (the request
-// then meets the close): callers retry a request that got no byte of answer on a reused connection
-// when that is safe (no body, or one they can send again).
+// over only if nothing came; try_take() does the same without a wait when the receive ends at
+// once (a plain connection's multishot receive with nothing received). A server may still close a
+// connection just as it is taken (the request then meets the close): callers retry a request that
+// got no byte of answer on a reused connection when that is safe (no body, or one they can send
+// again).
 //
 // Bounds: at most max_idle_per_key per key and max_idle in all; beyond them give() closes the
 // oldest idle connection of the pool to make room (the least likely to be used again).
@@ -27,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -54,6 +57,11 @@ class ConnectionPool {
 
   /// The most recently returned idle connection for `key` that is still usable, or null.
   Task<std::unique_ptr<ClientSession>> take(std::string_view key);
+  /// take() without a wait when none is needed (the common case: a connection whose idle
+  /// receive ends at once, nothing having come): the connection, or null when there is none
+  /// for `key`; empty when the answer must be awaited (a TLS connection's receive, a
+  /// single-shot one, or news from the server to look at first): co_await take() then.
+  std::optional<std::unique_ptr<ClientSession>> try_take(std::string_view key) noexcept;
   /// Keeps `session`, which must be reusable(), for `key` (closes it when the pool is full of
   /// newer ones, or its options allow none).
   void give(std::string_view key, std::unique_ptr<ClientSession> session);

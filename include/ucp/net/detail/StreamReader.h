@@ -69,6 +69,12 @@ class StreamReader : private MultishotRecv, private TimerNode {
     /// Ends this read early with operation_canceled (data that won the race is returned);
     /// the connection goes on, and bytes that arrive later are there for the next read.
     void cancel() noexcept;
+    /// Ends a multishot read that waits with nothing received, at once and for good: it
+    /// resumes (later, from the loop) with operation_canceled without touching the reader
+    /// again, so the connection may be read by another, or destroyed, before it does (a pooled
+    /// connection handed out without a wait for its watcher). False, and nothing done, when
+    /// the read cannot end so (news arrived, or a single-shot or TLS read): cancel() then.
+    bool abandon() noexcept;
     EventLoop& loop() const noexcept { return reader_.loop(); }
 
    private:
@@ -76,7 +82,8 @@ class StreamReader : private MultishotRecv, private TimerNode {
     friend class TlsConnection;
     struct SingleShot;
     // kTls: the TLS connection fills its plaintext (decrypting raw reads) and resumes us.
-    enum class Mode : uint8_t { kImmediate, kSingleShot, kMultishot, kTls };
+    // kAbandoned: abandon() ended it; the reader is not ours any more.
+    enum class Mode : uint8_t { kImmediate, kSingleShot, kMultishot, kTls, kAbandoned };
     bool start_single_shot() noexcept;
     // (detail::IoContext: inside the reader, plain IoContext names its private base.)
     static std::coroutine_handle<> on_single_shot(detail::IoContext& context, int32_t res,
