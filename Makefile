@@ -58,7 +58,7 @@ run-https: configure
 # AddressSanitizer + UBSan (LeakSanitizer on), the cross-thread tests under TSan, and a short
 # run of the fuzzers. scripts/make-test.sh runs the same passes as test-release, test-asan,
 # test-tsan and test-fuzz below, overlapped: while one pass's tests run (they mostly wait on
-# sockets), the next tree compiles at the lowest CPU priority.
+# sockets), the next tree compiles at the lowest CPU priority (SCHED_IDLE).
 test: build test-deps
 	@scripts/make-test.sh
 	@echo "make test: all passes green"
