@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -334,6 +335,30 @@ TEST_P(ReceivePauses, AReadEndedByItsDeadlineLeavesTheConnectionReadable) {
   EXPECT_EQ(report.finished.load(), 1);
 }
 
+// A small loop (16 receive buffers) of one backend, and a loopback listener that the tests
+// below accept their connections from.
+struct LoopWithListener {
+  std::unique_ptr<EventLoop> loop;
+  UniqueFd listener;
+  uint16_t port = 0;
+
+  UniqueFd accept_one() const {
+    return UniqueFd(::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+  }
+};
+
+std::optional<LoopWithListener> small_loop_with_listener(BackendKind backend) {
+  LoopOptions options;
+  options.backend = backend;
+  options.ring_entries = 64;
+  options.provided_buffers_count = 16;
+  auto loop = EventLoop::create(options);
+  auto listener = listen_on(*InetAddress::parse("127.0.0.1", 0), {});
+  if (!loop || !listener) return std::nullopt;
+  const uint16_t port = InetAddress::local_of(listener->get())->port();
+  return LoopWithListener{std::move(*loop), std::move(*listener), port};
+}
+
 // ---- stop_reading() on a reader that news made ready in the same iteration ----
 
 // Two connections of one loop receive in one iteration; the coroutine that runs first stops
@@ -344,22 +369,14 @@ TEST(StopReading, AReaderAlreadyMadeReadyByNewsResumesOnce) {
   for (BackendKind backend : {BackendKind::kIoUring, BackendKind::kEpoll}) {
     if (!test::backend_unusable(backend).empty()) continue;
     SCOPED_TRACE(test::backend_label(backend));
-    LoopOptions options;
-    options.backend = backend;
-    options.ring_entries = 64;
-    options.provided_buffers_count = 16;
-    auto loop = EventLoop::create(options);
-    ASSERT_TRUE(loop);
-    auto listener = listen_on(*InetAddress::parse("127.0.0.1", 0), {});
-    ASSERT_TRUE(listener);
-    const uint16_t port = InetAddress::local_of(listener->get())->port();
-    auto peer_a = test::connect_loopback(port);
-    auto peer_b = test::connect_loopback(port);
+    auto setup = small_loop_with_listener(backend);
+    ASSERT_TRUE(setup);
+    auto& loop = setup->loop;
+    auto peer_a = test::connect_loopback(setup->port);
+    auto peer_b = test::connect_loopback(setup->port);
     ASSERT_TRUE(peer_a && peer_b);
-    UniqueFd fd_a(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    UniqueFd fd_b(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    TcpConnection a(**loop, std::move(fd_a), InetAddress{}, 0);
-    TcpConnection b(**loop, std::move(fd_b), InetAddress{}, 0);
+    TcpConnection a(*loop, setup->accept_one(), InetAddress{}, 0);
+    TcpConnection b(*loop, setup->accept_one(), InetAddress{}, 0);
     int resumed_a = 0;
     std::error_code a_result;
     bool done = false;
@@ -375,7 +392,7 @@ TEST(StopReading, AReaderAlreadyMadeReadyByNewsResumesOnce) {
       a.stop_reading();  // a's news is in: its reader is ready, not yet resumed
     };
     auto send_both = [&]() -> Task<> {
-      co_await io::sleep_for(**loop, 1ms);  // both readers wait by now
+      co_await io::sleep_for(*loop, 1ms);  // both readers wait by now
       // Both sockets get their bytes before the loop polls again: one iteration sees both.
       EXPECT_TRUE(test::send_text(peer_b->get(), "b"));
       EXPECT_TRUE(test::send_text(peer_a->get(), "a"));
@@ -387,15 +404,15 @@ TEST(StopReading, AReaderAlreadyMadeReadyByNewsResumesOnce) {
       co_await a.close();
       co_await b.close();
       done = true;
-      (*loop)->stop();
+      loop->stop();
     };
     auto watchdog = [&]() -> Task<> {
-      co_await io::sleep_for(**loop, 10s);
-      (*loop)->stop();
+      co_await io::sleep_for(*loop, 10s);
+      loop->stop();
     };
-    (*loop)->spawn(body());
-    (*loop)->spawn(watchdog());
-    (*loop)->run();
+    loop->spawn(body());
+    loop->spawn(watchdog());
+    loop->run();
     EXPECT_TRUE(done);
     EXPECT_EQ(resumed_a, 1);
   }
@@ -411,19 +428,12 @@ TEST(AbandonRead, TheNextReaderGetsTheBytesAndItsDeadline) {
   for (BackendKind backend : {BackendKind::kIoUring, BackendKind::kEpoll}) {
     if (!test::backend_unusable(backend).empty()) continue;
     SCOPED_TRACE(test::backend_label(backend));
-    LoopOptions options;
-    options.backend = backend;
-    options.ring_entries = 64;
-    options.provided_buffers_count = 16;
-    auto loop = EventLoop::create(options);
-    ASSERT_TRUE(loop);
-    auto listener = listen_on(*InetAddress::parse("127.0.0.1", 0), {});
-    ASSERT_TRUE(listener);
-    const uint16_t port = InetAddress::local_of(listener->get())->port();
-    auto peer = test::connect_loopback(port);
+    auto setup = small_loop_with_listener(backend);
+    ASSERT_TRUE(setup);
+    auto& loop = setup->loop;
+    auto peer = test::connect_loopback(setup->port);
     ASSERT_TRUE(peer);
-    UniqueFd fd(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    TcpConnection connection(**loop, std::move(fd), InetAddress{}, 0);
+    TcpConnection connection(*loop, setup->accept_one(), InetAddress{}, 0);
     if (!connection.multishot()) continue;  // abandon() is for multishot reads only
     int abandoned_resumed = 0;
     std::error_code abandoned_result[2];
@@ -448,7 +458,7 @@ TEST(AbandonRead, TheNextReaderGetsTheBytesAndItsDeadline) {
       if (!n) abandoned_result[i] = n.error();
     };
     auto abandon_then_wait = [&]() -> Task<> {
-      co_await io::sleep_for(**loop, 1ms);  // the second read waits by now
+      co_await io::sleep_for(*loop, 1ms);  // the second read waits by now
       EXPECT_TRUE(abandoned[1].abandon());
       // A read waiting on its deadline when the abandoned one resumes: the deadline stays.
       connection.set_read_timeout_ms(100);
@@ -457,7 +467,7 @@ TEST(AbandonRead, TheNextReaderGetsTheBytesAndItsDeadline) {
       if (!silent) deadline_result = silent.error();
     };
     auto take_over = [&]() -> Task<> {
-      co_await io::sleep_for(**loop, 1ms);  // the first read waits by now
+      co_await io::sleep_for(*loop, 1ms);  // the first read waits by now
       EXPECT_TRUE(abandoned[0].abandon());
       EXPECT_FALSE(abandoned[0].abandon());  // once
       // Read at once, before the abandoned read resumes: the bytes are this read's.
@@ -472,15 +482,15 @@ TEST(AbandonRead, TheNextReaderGetsTheBytesAndItsDeadline) {
       co_await when_all(wait(0), take_over());
       co_await connection.close();
       done = true;
-      (*loop)->stop();
+      loop->stop();
     };
     auto watchdog = [&]() -> Task<> {
-      co_await io::sleep_for(**loop, 5s);
-      (*loop)->stop();
+      co_await io::sleep_for(*loop, 5s);
+      loop->stop();
     };
-    (*loop)->spawn(body());
-    (*loop)->spawn(watchdog());
-    (*loop)->run();
+    loop->spawn(body());
+    loop->spawn(watchdog());
+    loop->run();
     EXPECT_TRUE(done);
     EXPECT_EQ(abandoned_resumed, 2);
     EXPECT_EQ(abandoned_result[0], std::errc::operation_canceled);
