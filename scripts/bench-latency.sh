@@ -22,7 +22,8 @@
 #
 # Servers: ucp (bin/proactor_test), ucp+SECTION.KEY=VALUE[+...] (the same with --set
 # overrides; dropped with a line when this proactor_test refuses the key), epoll_echo,
-# asio_echo, uring_bare_echo; HTTP: ucp, nginx, uring_bare_http (uring_bare_echo -m http).
+# asio_echo, uring_bare_echo, uring_bare_echo+spin=US (the bare loop busy-polling for US µs
+# before each sleep: the ceiling of ucp+event_loop.busy_poll_us=US); HTTP: ucp, nginx, uring_bare_http (uring_bare_echo -m http).
 #
 # Environment (defaults in brackets): DURATION [10] s measured per run after WARMUP [2] s;
 # ROUNDS [3]; LOADS ["50 80"] percent; CONNS [1000]; SIZE [256]; MAX_RATE [measured];
@@ -99,6 +100,7 @@ start_server() {
         >"$prefix/nginx.conf"
       cmd=("$NGINX" -p "$ROOT/$prefix" -c "$ROOT/$prefix/nginx.conf") ;;
     uring_bare_http) cmd=("$BIN/uring_bare_echo" -p "$PORT" -m http) ;;
+    uring_bare_echo+spin=*) cmd=("$BIN/uring_bare_echo" -p "$PORT" -s "${name#uring_bare_echo+spin=}") ;;
     *) cmd=("$BIN/$name" -p "$PORT") ;;
   esac
   pinned "$SERVER_CPUS" "${cmd[@]}" >>"$logfile" 2>&1 &
@@ -127,7 +129,7 @@ available() {  # available NAME KIND: whether NAME can run here
       if start_server "$1" "$2" 2>/dev/null; then stop_server; return 0; fi
       return 1 ;;
     nginx) [ -x "$NGINX" ] ;;
-    uring_bare_http) [ -x "$BIN/uring_bare_echo" ] ;;
+    uring_bare_http | uring_bare_echo+spin=*) [ -x "$BIN/uring_bare_echo" ] ;;
     *) [ -x "$BIN/$1" ] ;;
   esac
 }
@@ -301,6 +303,23 @@ for (kind, load) in sorted(runs):
             if s in bases and len(bases) == 1: continue
             cells = [fmt(paired_ratio(by[s], by[b], k), ".2f") for b in bases for k in ("p99_us", "p999_us")]
             w(f"| {s} | " + " | ".join(cells) + " |")
+        w("")
+    # Busy polling against the same server without it (ucp+...busy_poll_us=N / ucp,
+    # uring_bare_echo+spin=N / uring_bare_echo): the bare loop's pair is the ceiling of UCP's.
+    pairs = [(s, "ucp" if s.startswith("ucp") else "uring_bare_echo") for s in servers
+             if ("busy_poll_us" in s and s.startswith("ucp+")) or s.startswith("uring_bare_echo+spin=")]
+    pairs = [(s, b) for s, b in pairs if b in by]
+    if pairs:
+        w("| busy-polling server / the same without | p99 | p99.9 | server CPU |")
+        w("|---|---:|---:|---:|")
+        for s, b in pairs:
+            def cpu_of(name):
+                return med([j["server_cpu_s"] / j["wall_s"] for j in by[name].values()
+                            if ok(j) and j.get("server_cpu_s", -1) >= 0 and j["wall_s"] > 0])
+            cs, cb = cpu_of(s), cpu_of(b)
+            w(f"| {s} / {b} | {fmt(paired_ratio(by[s], by[b], 'p99_us'), '.2f')} | "
+              f"{fmt(paired_ratio(by[s], by[b], 'p999_us'), '.2f')} | "
+              f"{'–' if cs is None else f'{100 * cs:.0f} %'} / {'–' if cb is None else f'{100 * cb:.0f} %'} |")
         w("")
     # The plot: each server's round whose p99.9 is the median of its rounds.
     files = []

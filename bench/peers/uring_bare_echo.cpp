@@ -1,10 +1,13 @@
 // uring_bare_echo: the ceiling: a bare, hand-written, single-thread liburing echo loop.
 //
-//   uring_bare_echo -p PORT [-b BUFFER_SIZE] [-n BUFFER_COUNT] [-m echo|http]
+//   uring_bare_echo -p PORT [-b BUFFER_SIZE] [-n BUFFER_COUNT] [-m echo|http] [-s SPIN_US]
 //
 // -m http answers every request (each blank line that ends a head; requests without a body,
 // as wrk sends them) with a canned 200 of the size UCP's and nginx's pingpong answers have:
 // the ceiling of an HTTP pingpong on io_uring, with no parsing at all.
+//
+// -s SPIN_US: before sleeping, look for completions (io_uring_enter without waiting) for up to
+// SPIN_US microseconds: the ceiling of a busy-polling loop, beside UCP's event_loop.busy_poll_us.
 //
 // What a framework on io_uring can at best reach on one core, so every report shows UCP's cost
 // against it. No abstraction beyond what the kernel interface needs:
@@ -21,6 +24,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -104,6 +108,7 @@ class EchoLoop {
   bool init(uint16_t port) { return setup_ring() && setup_buffer_ring() && listen_on(port); }
 
   const char* mode() const noexcept { return mode_; }
+  void set_spin(std::chrono::microseconds spin) noexcept { spin_ = spin; }
 
   int run() {
     arm_accept();
@@ -114,7 +119,9 @@ class EchoLoop {
         conn.needs_rearm = false;
       }
       rearm_.clear();
-      const int ret = io_uring_submit_and_wait(&ring_, 1);
+      const int ret = spin_.count() > 0 && spin_for_completions()
+                          ? 0
+                          : io_uring_submit_and_wait(&ring_, 1);
       if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
         std::fprintf(stderr, "uring_bare_echo: io_uring_submit_and_wait: %s\n",
                      std::strerror(-ret));
@@ -137,6 +144,18 @@ class EchoLoop {
   }
 
  private:
+  // True when completions arrived within the spin (the SQEs are submitted either way).
+  bool spin_for_completions() {
+    const auto spin_end = std::chrono::steady_clock::now() + spin_;
+    do {
+      // With DEFER_TASKRUN completions are posted only while we are in the kernel asking.
+      const int ret = io_uring_submit_and_get_events(&ring_);
+      if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) return false;
+      if (io_uring_cq_ready(&ring_) > 0) return true;
+    } while (g_stop == 0 && std::chrono::steady_clock::now() < spin_end);
+    return false;
+  }
+
   bool setup_ring() {
     // DEFER_TASKRUN: completion work runs only inside our io_uring_enter, never as an interrupt
     // of the loop. It needs SINGLE_ISSUER (only this thread submits, no SQ locking) and 6.1+.
@@ -407,6 +426,7 @@ class EchoLoop {
   io_uring ring_{};
   bool ring_ready_ = false;
   const char* mode_ = "";
+  std::chrono::microseconds spin_{0};
   io_uring_buf_ring* buffer_ring_ = nullptr;
   char* buffers_ = nullptr;
   unsigned recycled_ = 0;  // buffers added to the ring since its tail last advanced
@@ -418,7 +438,7 @@ class EchoLoop {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: uring_bare_echo -p PORT [-b BUFFER_SIZE (16384)] [-n BUFFER_COUNT "
-               "(8192, a power of two <= 32768)] [-m echo|http]\n");
+               "(8192, a power of two <= 32768)] [-m echo|http] [-s SPIN_US (0)]\n");
   std::exit(2);
 }
 
@@ -429,6 +449,7 @@ int main(int argc, char** argv) {
   long buffer_size = 16384;
   long buffer_count = 8192;
   bool http = false;
+  long spin_us = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     const long value = std::strtol(argv[i + 1], nullptr, 10);
@@ -442,13 +463,15 @@ int main(int argc, char** argv) {
       buffer_size = value;
     } else if (flag == "-n") {
       buffer_count = value;
+    } else if (flag == "-s") {
+      spin_us = value;
     } else {
       usage();
     }
   }
   const bool power_of_two = buffer_count > 0 && (buffer_count & (buffer_count - 1)) == 0;
   if (argc % 2 == 0 || port <= 0 || port > 65535 || buffer_size < 64 || buffer_size > (1 << 20) ||
-      !power_of_two || buffer_count > 32768) {
+      !power_of_two || buffer_count > 32768 || spin_us < 0 || spin_us > 1000000) {
     usage();
   }
 
@@ -464,8 +487,10 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &action, nullptr);
 
   EchoLoop loop(static_cast<unsigned>(buffer_count), static_cast<unsigned>(buffer_size), http);
+  loop.set_spin(std::chrono::microseconds(spin_us));
   if (!loop.init(static_cast<uint16_t>(port))) return 1;
-  std::fprintf(stderr, "uring_bare_echo: port %ld, %s, %ld buffers of %ld B%s\n", port, loop.mode(),
-               buffer_count, buffer_size, http ? ", canned HTTP answers" : "");
+  std::fprintf(stderr, "uring_bare_echo: port %ld, %s, %ld buffers of %ld B%s, spin %ld us\n", port,
+               loop.mode(), buffer_count, buffer_size, http ? ", canned HTTP answers" : "",
+               spin_us);
   return loop.run();
 }
