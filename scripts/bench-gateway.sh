@@ -33,7 +33,8 @@
 # through a pipe per socket instead, PROXIES="ucp bare splice haproxy nginx"),
 # CONNS_LIST ["100 1000"], BULK_SIZE [1048576], BULK_CONNS [4], IDLE_CONNS [4000], PROXIES
 # ["ucp bare haproxy nginx"], MODES ["tcp http"], HTTP_CONNS_LIST ["100 1000"], HTTP_PROXIES
-# ["ucp haproxy nginx"], HTTP_KEEPALIVE [1024], PROXY_CPUS [0], CLIENT_CPUS [1], NICE [0],
+# ["ucp bare haproxy nginx"; bare there is the HTTP mode's ceiling, a byte relay with a connection
+# per client], HTTP_KEEPALIVE [1024], PROXY_CPUS [0], CLIENT_CPUS [1], NICE [0],
 # UCP_BIN_DIR [bin], OUT [bench/results/<date>-gateway.md]. Needs bin/bench_client,
 # bin/proactor_test, bin/ucp_gateway and bin/uring_bare_relay (cmake -DUCP_BENCH=ON, then
 # --target bench_client proactor_test ucp_gateway uring_bare_relay), wrk, haproxy, nginx and its
@@ -54,7 +55,7 @@ IDLE_CONNS=${IDLE_CONNS:-4000}
 PROXIES=${PROXIES:-ucp bare haproxy nginx}
 MODES=${MODES:-tcp http}
 HTTP_CONNS_LIST=${HTTP_CONNS_LIST:-100 1000}
-HTTP_PROXIES=${HTTP_PROXIES:-ucp haproxy nginx}
+HTTP_PROXIES=${HTTP_PROXIES:-ucp bare haproxy nginx}
 HTTP_KEEPALIVE=${HTTP_KEEPALIVE:-1024}
 PROXY_CPUS=${PROXY_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
@@ -181,6 +182,13 @@ start_http_proxy() {
     ucp)
       ucp_gateway_config http "$HTTP_UPSTREAM" >"$WORK/gateway.conf"
       (pinned "$PROXY_CPUS" "$BIN/ucp_gateway" "$WORK/gateway.conf" >"$WORK/proxy.log" 2>&1) &
+      ;;
+    bare)
+      # The ceiling of an HTTP proxy: the same four socket operations per request (receive
+      # from the client, send upstream, receive the answer, send it back) with no parsing, no
+      # rewriting and no pool: each client connection relayed to its own upstream connection.
+      (pinned "$PROXY_CPUS" "$BIN/uring_bare_relay" -p "$PORT" -u "$HTTP_UPSTREAM" -b "$BUFFER_SIZE" \
+        >"$WORK/proxy.log" 2>&1) &
       ;;
     haproxy)
       sed -e "s/@PORT@/$PORT/g" -e "s/@UPSTREAM@/$HTTP_UPSTREAM/g" bench/peers/haproxy-http.cfg.in \
@@ -311,6 +319,7 @@ http_proxies = sys.argv[5].split()
 names = {"ucp": "UCP gateway", "bare": "bare io_uring relay", "haproxy": "HAProxy 2.6 (tcp)",
          "nginx": "nginx stream", "splice": "bare io_uring relay, splice"}
 http_names = {"ucp": "UCP gateway (http)", "haproxy": "HAProxy 2.6 (mode http)",
+              "bare": "bare io_uring relay (ceiling: no parsing, connection per client)",
               "nginx": "nginx proxy_pass + keepalive"}
 def med(xs):
     xs = [x for x in xs if x == x]
@@ -384,14 +393,15 @@ if http:
                   f"{med([per_cpu(j) for j in vs]):.0f} | {med([j['p99_us'] for j in vs]):.0f} | "
                   f"{sum(j.get('errors', 0) for j in vs):.0f} |")
     print()
-    print("| conns | UCP / HAProxy req/CPU-s | UCP / nginx req/CPU-s | p99 UCP / HAProxy | p99 UCP / nginx |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| conns | UCP / HAProxy req/CPU-s | UCP / nginx req/CPU-s | UCP / bare relay (ceiling share) | bare relay / nginx (the ceiling's ratio) | p99 UCP / HAProxy | p99 UCP / nginx |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for conns in http:
         def mh(p, f):
             return med([f(j) for j in rows.get(("http", p, conns, 0), [])])
         hrate = lambda p: mh(p, per_cpu)
         hp99 = lambda p: mh(p, lambda j: j["p99_us"])
         print(f"| {conns} | {ratio(hrate('ucp'), hrate('haproxy'))} | {ratio(hrate('ucp'), hrate('nginx'))} | "
+              f"{ratio(hrate('ucp'), hrate('bare'))} | {ratio(hrate('bare'), hrate('nginx'))} | "
               f"{ratio(hp99('ucp'), hp99('haproxy'))} | {ratio(hp99('ucp'), hp99('nginx'))} |")
 PY
 echo "bench-gateway: report in $OUT" >&2
