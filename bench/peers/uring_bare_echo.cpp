@@ -119,9 +119,8 @@ class EchoLoop {
         conn.needs_rearm = false;
       }
       rearm_.clear();
-      const int ret = spin_.count() > 0 && spin_for_completions()
-                          ? 0
-                          : io_uring_submit_and_wait(&ring_, 1);
+      const int ret =
+          spin_.count() > 0 && spin_for_completions() ? 0 : io_uring_submit_and_wait(&ring_, 1);
       if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
         std::fprintf(stderr, "uring_bare_echo: io_uring_submit_and_wait: %s\n",
                      std::strerror(-ret));
