@@ -4,9 +4,11 @@
 // the SSE4.2 copy on a CPU that has it, the plain one otherwise. Both copies are the same state
 // machine (the same states, flags and callbacks); only the scanning of spans differs.
 
+// (The names first.)
+// clang-format off
 #include "llhttp_sse42_names.h"
-
 #include "llhttp.c"
+// clang-format on
 
 #undef llhttp__internal_execute
 

@@ -86,13 +86,17 @@ TEST(LlhttpSse42, ReadsValidMessagesAsThePlainParserDoes) {
   expect_same(HTTP_REQUEST,
               "GET /a/rather/long/path/to/scan?with=a&query=string HTTP/1.1\r\n"
               "Host: backend.example.com:8080\r\n"
-              "Accept: " + long_value + "\r\n"
-              "X-A-Rather-Long-Field-Name-To-Scan: v\r\n"
-              "Content-Length: 5\r\n\r\nhello");
+              "Accept: " +
+                  long_value +
+                  "\r\n"
+                  "X-A-Rather-Long-Field-Name-To-Scan: v\r\n"
+                  "Content-Length: 5\r\n\r\nhello");
   expect_same(HTTP_RESPONSE,
               "HTTP/1.1 200 OK\r\nServer: ucp\r\nDate: Sun, 29 Nov 2026 22:10:02 GMT\r\n"
-              "Content-Type: " + long_value + "\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\n0\r\nX-Trailer-With-A-Long-Name: and a long value too\r\n\r\n");
+              "Content-Type: " +
+                  long_value +
+                  "\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "5\r\nhello\r\n0\r\nX-Trailer-With-A-Long-Name: and a long value too\r\n\r\n");
 }
 
 TEST(LlhttpSse42, StopsAtTheSameForbiddenByteOfANameOrAValue) {
