@@ -556,6 +556,50 @@ TEST_F(ClientTest, AWatcherParkedByATakeSeesTheNextConnectionClosedOrSentToWhile
   }(*loop_, server.port()));
 }
 
+TEST_F(ClientTest, NewsThatCameBeforeAConnectionIsGivenBackDropsItEvenWithThePoolGoneAtOnce) {
+  // The server closes the connection, or sends an answer nobody asked for, after its answer
+  // and before the client gives the connection back: the pool drops it (counted as the
+  // server's doing) and, gone at once after the give, is not touched by its watcher later
+  // (ASan).
+  test::ScriptedServer server([](int fd) {
+    const std::string head = test::read_head(fd);
+    if (head.empty()) return;
+    if (!test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) return;
+    if (head.starts_with("GET /stray ")) {
+      std::this_thread::sleep_for(20ms);
+      (void)test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno");
+      (void)test::read_head(fd);  // until the client closes it
+    }
+  });
+  run([](EventLoop& loop, uint16_t server_port) -> Task<> {
+    for (std::string_view path : {"/close", "/stray"}) {
+      auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
+      EXPECT_TRUE(connection);
+      if (!connection) co_return;
+      auto session = std::make_unique<ClientSession>(std::move(*connection));
+      const std::string head = "GET " + std::string(path) + " HTTP/1.1\r\nHost: a\r\n\r\n";
+      EXPECT_TRUE(co_await session->send_head(head, BodyFraming::kNone));
+      EXPECT_TRUE(co_await session->read_head(5000));
+      for (;;) {
+        auto piece = co_await session->read_body(5000);
+        EXPECT_TRUE(piece);
+        if (!piece || piece->empty()) break;
+      }
+      EXPECT_TRUE(session->reusable()) << path;
+      co_await io::sleep_for(loop, 100ms);  // the close, or the stray answer, arrives
+      {
+        ConnectionPool pool(loop, {.max_idle = 8, .max_idle_per_key = 8, .idle_timeout_ms = 0});
+        pool.give("a", std::move(session));
+        if (loop.capabilities().multishot_receive) {  // (the news is queued already)
+          EXPECT_EQ(pool.closed_by_server(), 1u) << path;
+          EXPECT_EQ(pool.idle(), 0u) << path;
+        }
+      }
+      co_await io::sleep_for(loop, 50ms);  // whatever the watcher still does, done
+    }
+  }(*loop_, server.port()));
+}
+
 TEST_F(ClientTest, ABodyEndedByTheCloseIsReadAndTheConnectionNotReused) {
   test::ScriptedServer server([](int fd) {
     (void)test::read_head(fd);

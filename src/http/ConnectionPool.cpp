@@ -260,7 +260,10 @@ void ConnectionPool::watch(Idle& idle) {
   TcpConnection::ReadAwaiter& receive = idle.receive->awaiter;
   // The watcher, suspended already, is the receive's waiter.
   if (receive.await_ready() || !receive.await_suspend(idle.watcher)) {
-    loop_.schedule(idle.watcher);  // news already (a close, a stray byte): it closes it
+    // News already (a close, a stray byte): the watcher closes it now, while the pool it counts
+    // in is sure to be there (it may be gone by a later turn of the loop). Nothing of `idle` is
+    // touched after: the watcher may end, and its frame go, before resume() returns.
+    idle.watcher.resume();
     return;
   }
   link(idle);
