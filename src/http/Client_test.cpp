@@ -479,6 +479,127 @@ TEST_F(ClientTest, APooledConnectionTakenWithoutAWaitIsUsedAtOnceAndMayBeDropped
   }(*loop_, server.port()));
 }
 
+TEST_F(ClientTest, AWatcherParkedByATakeSeesTheNextConnectionClosedOrSentToWhileIdle) {
+  // A connection taken without a wait leaves its watcher parked, and the next connection given
+  // back is watched by it: its server closing it, or sending an answer nobody asked for, drops
+  // it as at once as a watcher made for it would (counted as the server's doing, never handed
+  // out again).
+  test::ScriptedServer server([](int fd) {
+    for (;;) {
+      const std::string head = test::read_head(fd);
+      if (head.empty()) return;
+      if (!test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) return;
+      if (head.starts_with("GET /close ")) return;  // closed after its answer, while pooled
+      if (head.starts_with("GET /stray ")) {
+        std::this_thread::sleep_for(50ms);
+        (void)test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno");
+      }
+    }
+  });
+  run([](EventLoop& loop, uint16_t server_port) -> Task<> {
+    ConnectionPool pool(loop, {.max_idle = 8, .max_idle_per_key = 8, .idle_timeout_ms = 5000});
+    auto exchange = [](ClientSession& session, std::string_view path) -> Task<bool> {
+      const std::string head = "GET " + std::string(path) + " HTTP/1.1\r\nHost: a\r\n\r\n";
+      if (!co_await session.send_head(head, BodyFraming::kNone)) co_return false;
+      if (!co_await session.read_head(5000)) co_return false;
+      for (;;) {
+        auto piece = co_await session.read_body(5000);
+        if (!piece) co_return false;
+        if (piece->empty()) co_return session.reusable();
+      }
+    };
+    auto take = [&pool](std::string_view key) -> Task<std::unique_ptr<ClientSession>> {
+      if (auto now = pool.try_take(key)) co_return std::move(*now);
+      co_return co_await pool.take(key);  // (a loop without multishot receives)
+    };
+    uint64_t dropped = 0;
+    for (std::string_view path : {"/close", "/stray"}) {
+      auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
+      EXPECT_TRUE(connection);
+      if (!connection) co_return;
+      auto session = std::make_unique<ClientSession>(std::move(*connection));
+      EXPECT_TRUE(co_await exchange(*session, "/"));
+      pool.give("a", std::move(session));
+      auto again = co_await take("a");  // its watcher parked
+      EXPECT_TRUE(again);
+      if (!again) co_return;
+      EXPECT_TRUE(co_await exchange(*again, path));
+      pool.give("a", std::move(again));  // watched by the parked watcher
+      ++dropped;
+      for (int i = 0; i < 500 && pool.closed_by_server() < dropped; ++i) {
+        co_await io::sleep_for(loop, 10ms);
+      }
+      EXPECT_EQ(pool.closed_by_server(), dropped) << path;
+      EXPECT_EQ(pool.idle(), 0u) << path;
+      EXPECT_EQ(co_await take("a"), nullptr) << path;
+    }
+    EXPECT_EQ(pool.reused(), 2u);
+    // A parked watcher and one watching when the pool goes (ASan: neither frame leaks).
+    auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
+    EXPECT_TRUE(connection);
+    if (!connection) co_return;
+    auto session = std::make_unique<ClientSession>(std::move(*connection));
+    EXPECT_TRUE(co_await exchange(*session, "/"));
+    pool.give("a", std::move(session));
+    auto again = co_await take("a");
+    EXPECT_TRUE(again && co_await exchange(*again, "/"));
+    auto other = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
+    EXPECT_TRUE(other);
+    if (!other || !again) co_return;
+    auto second = std::make_unique<ClientSession>(std::move(*other));
+    EXPECT_TRUE(co_await exchange(*second, "/"));
+    pool.give("a", std::move(again));
+    pool.give("b", std::move(second));
+    EXPECT_EQ(pool.idle(), 2u);
+    auto b = co_await take("b");
+    EXPECT_TRUE(b);
+  }(*loop_, server.port()));
+}
+
+TEST_F(ClientTest, NewsThatCameBeforeAConnectionIsGivenBackDropsItEvenWithThePoolGoneAtOnce) {
+  // The server closes the connection, or sends an answer nobody asked for, after its answer
+  // and before the client gives the connection back: the pool drops it (counted as the
+  // server's doing) and, gone at once after the give, is not touched by its watcher later
+  // (ASan).
+  test::ScriptedServer server([](int fd) {
+    const std::string head = test::read_head(fd);
+    if (head.empty()) return;
+    if (!test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) return;
+    if (head.starts_with("GET /stray ")) {
+      std::this_thread::sleep_for(20ms);
+      (void)test::send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno");
+      (void)test::read_head(fd);  // until the client closes it
+    }
+  });
+  run([](EventLoop& loop, uint16_t server_port) -> Task<> {
+    for (std::string_view path : {"/close", "/stray"}) {
+      auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
+      EXPECT_TRUE(connection);
+      if (!connection) co_return;
+      auto session = std::make_unique<ClientSession>(std::move(*connection));
+      const std::string head = "GET " + std::string(path) + " HTTP/1.1\r\nHost: a\r\n\r\n";
+      EXPECT_TRUE(co_await session->send_head(head, BodyFraming::kNone));
+      EXPECT_TRUE(co_await session->read_head(5000));
+      for (;;) {
+        auto piece = co_await session->read_body(5000);
+        EXPECT_TRUE(piece);
+        if (!piece || piece->empty()) break;
+      }
+      EXPECT_TRUE(session->reusable()) << path;
+      co_await io::sleep_for(loop, 100ms);  // the close, or the stray answer, arrives
+      {
+        ConnectionPool pool(loop, {.max_idle = 8, .max_idle_per_key = 8, .idle_timeout_ms = 0});
+        pool.give("a", std::move(session));
+        if (loop.capabilities().multishot_receive) {  // (the news is queued already)
+          EXPECT_EQ(pool.closed_by_server(), 1u) << path;
+          EXPECT_EQ(pool.idle(), 0u) << path;
+        }
+      }
+      co_await io::sleep_for(loop, 50ms);  // whatever the watcher still does, done
+    }
+  }(*loop_, server.port()));
+}
+
 TEST_F(ClientTest, ABodyEndedByTheCloseIsReadAndTheConnectionNotReused) {
   test::ScriptedServer server([](int fd) {
     (void)test::read_head(fd);

@@ -192,13 +192,18 @@ void StreamReader::ReadAwaiter::cancel() noexcept {
 }
 
 bool StreamReader::ReadAwaiter::abandon() noexcept {
+  if (!release()) return false;
+  reader_.loop().schedule(caller_);
+  return true;
+}
+
+bool StreamReader::ReadAwaiter::release() noexcept {
   StreamReader& r = reader_;
   if (mode_ != Mode::kMultishot || r.waiting_ != this || !r.stream().has_waiter()) return false;
   r.waiting_ = nullptr;
   r.stream().drop_waiter();  // the stream keeps receiving for the next reader
   r.loop().cancel_timer(r.deadline());
   mode_ = Mode::kAbandoned;
-  r.loop().schedule(caller_);
   return true;
 }
 

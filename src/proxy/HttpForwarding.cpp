@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 
 #include <arpa/inet.h>
@@ -48,6 +49,45 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
   std::memcpy(p, "\r\n", 2);
 }
 
+/// Copies `n` bytes, inline up to 32 (a head's pieces are mostly a few bytes long: a call to
+/// memcpy costs more than such a copy). Overlapping fixed-size moves, each inside [from, from+n)
+/// and [to, to+n).
+[[gnu::noinline]] void copy_long(char* to, const char* from, size_t n) noexcept {
+  std::memcpy(to, from, n);
+}
+
+inline void copy_piece(char* to, const char* from, size_t n) noexcept {
+  if (n > 32) {
+    copy_long(to, from, n);
+  } else if (n >= 16) {
+    uint64_t a, b, c, d;
+    std::memcpy(&a, from, 8);
+    std::memcpy(&b, from + 8, 8);
+    std::memcpy(&c, from + n - 16, 8);
+    std::memcpy(&d, from + n - 8, 8);
+    std::memcpy(to, &a, 8);
+    std::memcpy(to + 8, &b, 8);
+    std::memcpy(to + n - 16, &c, 8);
+    std::memcpy(to + n - 8, &d, 8);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    std::memcpy(&a, from, 8);
+    std::memcpy(&b, from + n - 8, 8);
+    std::memcpy(to, &a, 8);
+    std::memcpy(to + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, from, 4);
+    std::memcpy(&b, from + n - 4, 4);
+    std::memcpy(to, &a, 4);
+    std::memcpy(to + n - 4, &b, 4);
+  } else if (n > 0) {
+    to[0] = from[0];
+    to[n / 2] = from[n / 2];
+    to[n - 1] = from[n - 1];
+  }
+}
+
 /// Writes a head into room grown once up front (one growth and one fill for the whole head,
 /// instead of a capacity check and a growth per piece); the string is cut to what was written
 /// at the end. `room` must bound every byte written.
@@ -66,7 +106,7 @@ class HeadWriter {
   }
 
   HeadWriter& put(std::string_view text) noexcept {
-    if (!text.empty()) std::memcpy(p_, text.data(), text.size());
+    copy_piece(p_, text.data(), text.size());
     p_ += text.size();
     return *this;
   }
@@ -102,7 +142,7 @@ size_t fields_room(std::span<const http::Header> fields) noexcept {
 
 /// `value` in decimal, written into `digits`.
 template <class T>
-std::string_view decimal(T value, std::array<char, 24>& digits) noexcept {
+std::string_view decimal(T value, std::array<char, 32>& digits) noexcept {
   const auto written = std::to_chars(digits.data(), digits.data() + digits.size(), value);
   return {digits.data(), static_cast<size_t>(written.ptr - digits.data())};
 }
@@ -237,7 +277,7 @@ bool is_websocket_upgrade(const http::Request& request) noexcept {
 
 void append_upstream_head(std::string& out, const UpstreamHead& head) {
   const http::Request& request = head.request;
-  std::array<char, 24> digits;
+  std::array<char, 32> digits;
   const std::string_view target = request.target();
   const std::string_view host = request.host();
   const std::string_view upgrade = head.websocket ? request.header("upgrade") : std::string_view();
@@ -326,7 +366,7 @@ ClientFraming client_framing(const http::ResponseHead& head, int client_minor) n
 
 void append_client_head(std::string& out, const ClientHead& head) {
   const http::ResponseHead& response = head.response;
-  std::array<char, 24> digits;
+  std::array<char, 32> digits;
   const std::string_view reason =
       response.reason.empty() ? http::reason_phrase(response.status) : response.reason;
   const std::string_view upgrade = head.upgrade ? response.header("upgrade") : std::string_view();

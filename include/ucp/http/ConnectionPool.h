@@ -21,6 +21,11 @@
 // got no byte of answer on a reused connection when that is safe (no body, or one they can send
 // again).
 //
+// The receive's waiter is a watcher coroutine that outlives the connections it watches: a
+// connection taken without a wait leaves its watcher suspended and parked, and the next one
+// given back is watched by it (no coroutine frame made, started or resumed per connection given
+// back and taken; at most max_idle watchers stay parked).
+//
 // Bounds: at most max_idle_per_key per key and max_idle in all; beyond them give() closes the
 // oldest idle connection of the pool to make room (the least likely to be used again).
 //
@@ -80,11 +85,20 @@ class ConnectionPool {
  private:
   struct Idle;
   struct TakeAwaiter;
-  /// Spawned (not a Task): its frame is its own wrapper in the loop's group, one frame per
-  /// connection given back instead of two.
-  Spawned watch(std::string key, std::unique_ptr<ClientSession> session);
+  struct Suspend;
+  /// Spawned (not a Task): its frame is its own wrapper in the loop's group. Parks itself, then
+  /// watches the connections give() hands it, one after the other.
+  Spawned watcher();
+  /// Starts `idle`'s receive on its session (its watcher waits for it), or schedules the watcher
+  /// when there is news already.
+  void watch(Idle& idle);
   void link(Idle& idle) noexcept;
   void unlink(Idle& idle) noexcept;
+  /// A watcher without a connection, kept for the next give().
+  void park(Idle& idle) noexcept;
+  void unpark(Idle& idle) noexcept;
+  /// Parks a watcher whose connection was taken, or ends it when max_idle are parked already.
+  bool keep_watcher(Idle& idle) noexcept;
   void evict_for(std::string_view key) noexcept;
   /// Closes the idle connections whose time is up and arms the timer for the next one.
   void expire() noexcept;
@@ -99,6 +113,8 @@ class ConnectionPool {
   PoolOptions options_;
   Idle* oldest_ = nullptr;  // a list from oldest to newest
   Idle* newest_ = nullptr;
+  Idle* parked_ = nullptr;  // watchers without a connection
+  size_t parked_count_ = 0;
   size_t idle_count_ = 0;
   uint64_t reused_ = 0;
   uint64_t closed_by_server_ = 0;

@@ -75,6 +75,11 @@ class StreamReader : private MultishotRecv, private TimerNode {
     /// connection handed out without a wait for its watcher). False, and nothing done, when
     /// the read cannot end so (news arrived, or a single-shot or TLS read): cancel() then.
     bool abandon() noexcept;
+    /// abandon() without the resumption: the waiting coroutine stays suspended, as far as this
+    /// read is concerned for good, and its owner resumes or destroys it another way (a pooled
+    /// connection's watcher, which waits on the next connection given to it instead). The
+    /// awaiter may be destroyed at once.
+    bool release() noexcept;
     EventLoop& loop() const noexcept { return reader_.loop(); }
 
    private:
