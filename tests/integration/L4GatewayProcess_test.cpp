@@ -176,12 +176,12 @@ TEST(L4GatewayProcess, TenThousandRelayedConnectionsAtOnce) {
   // What is measured is the relay of n connections at once, not the upstream's health: the
   // gateway opens n upstream connections in a burst, and a one-thread upstream slowed by a
   // sanitizer and a busy machine can let its accept queue fill, so a SYN waits for the
-  // kernel's retransmit (1 s, then 3 s). A longer connect and no passive ejection keep a slow
-  // accept from turning into closed clients (three failed connects in a row would eject the
-  // only server for 10 s).
+  // kernel's retransmits (after 1, 3, 7 and 15 s). A connect that outlasts four of them and no
+  // passive ejection keep a slow accept from turning into closed clients (three failed
+  // connects in a row would eject the only server for 10 s).
   auto gateway = start_gateway(
       at(upstream->port()),
-      {"--threads", "2", "upstream.app.connect_timeout_ms=15000", "upstream.app.max_fails=0"},
+      {"--threads", "2", "upstream.app.connect_timeout_ms=30000", "upstream.app.max_fails=0"},
       gateway_needs);
   ASSERT_TRUE(gateway->alive());
   const int64_t idle_rss = gateway->rss_kb();
@@ -199,9 +199,9 @@ TEST(L4GatewayProcess, TenThousandRelayedConnectionsAtOnce) {
   size_t echoed = 0;
   for (auto& fd : clients) {
     char got[16];
-    if (recv_exact(fd.get(), got, 20000) && std::string(got, 16) == message) ++echoed;
+    if (recv_exact(fd.get(), got, 35000) && std::string(got, 16) == message) ++echoed;
   }
-  EXPECT_EQ(echoed, n);
+  EXPECT_EQ(echoed, n) << gateway->output_tail();
   const int64_t busy_rss = gateway->rss_kb();
   std::printf(
       "%zu connections relayed at once; gateway RSS %lld KiB idle, %lld KiB with them "
