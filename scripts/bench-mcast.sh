@@ -2,14 +2,16 @@
 # Multicast receive, SIZE-byte datagrams to one IPv4 group over loopback: bin/ucp_mcast_recv
 # (a UdpSocket joined to the group, receive_batch() from the loop's receive buffers: io_uring
 # multishot recvmsg on BACKEND io_uring) against bin/epoll_mcast_recv (a plain epoll loop
-# joined to the same group, recvmmsg batches of 64), one receiver at a time, pinned to
-# SERVER_CPUS. SENDERS bin/mcast_send processes pinned to CLIENT_CPUS send sequence-numbered
+# joined to the same group, recvmmsg batches of 64) and bin/uring_bare_mcast_recv (the io_uring
+# ceiling: a bare multishot recvmsg into a provided-buffer ring, no abstraction; receiver
+# `bare`), one receiver at a time, pinned to SERVER_CPUS. SENDERS bin/mcast_send processes pinned to CLIENT_CPUS send sequence-numbered
 # datagrams (a stream each); each receiver checks the numbers and counts the missing ones (gaps).
 #
 # Part 1, flat out: the senders send as fast as they can for DURATION seconds. The figure is
 # datagrams received per receiver-CPU-second (utime + stime of the receiver process over the
 # load, from /proc/PID/stat). Receivers alternate within each round; medians over ROUNDS, and
-# the median of the per-round ratios UCP / recvmmsg loop (the goal: >= 1.0x).
+# the median of the per-round ratios UCP / recvmmsg loop (the goal: >= 1.0x), the bare io_uring
+# receiver / recvmmsg loop (what io_uring itself gives) and UCP / the bare io_uring receiver.
 # Part 2, loss: the senders paced together at LOSS_FRACTION (0.5) of the recvmmsg loop's
 # part-1 figure (or at RATE datagrams/s); the datagrams each receiver missed (the goal: 0) and
 # the rate the senders reached. Each run starts with WARMUP seconds of warm-up traffic that the
@@ -24,11 +26,11 @@
 #   ROUNDS=1 DURATION=2 WARMUP=0.5 OUT=/tmp/mcast.md scripts/bench-mcast.sh
 #
 # Environment: ROUNDS [3], DURATION [5] s, WARMUP [1] s, SIZE [256] bytes, SENDERS [1],
-# RECEIVERS ["ucp mmsg"], BACKEND [io_uring] for ucp, LOSS_FRACTION [0.5], RATE [from part 1]
+# RECEIVERS ["ucp bare mmsg"], BACKEND [io_uring] for ucp, LOSS_FRACTION [0.5], RATE [from part 1]
 # for part 2, GROUP [239.255.77.1], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [-10 as root, else
 # 0], UCP_BIN_DIR [bin], OUT [bench/results/<date>-mcast.md], the Markdown report. Needs
-# bin/ucp_mcast_recv, bin/epoll_mcast_recv and bin/mcast_send (cmake -DUCP_BENCH=ON; --target
-# ucp_mcast_recv epoll_mcast_recv mcast_send). Run it on an otherwise idle machine: other load
+# bin/ucp_mcast_recv, bin/epoll_mcast_recv, bin/uring_bare_mcast_recv and bin/mcast_send (cmake
+# -DUCP_BENCH=ON; --target ucp_mcast_recv epoll_mcast_recv uring_bare_mcast_recv mcast_send). Run it on an otherwise idle machine: other load
 # makes the numbers noise.
 set -euo pipefail
 
@@ -40,7 +42,7 @@ DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 SIZE=${SIZE:-256}
 SENDERS=${SENDERS:-1}
-RECEIVERS=${RECEIVERS:-ucp mmsg}
+RECEIVERS=${RECEIVERS:-ucp bare mmsg}
 BACKEND=${BACKEND:-io_uring}
 LOSS_FRACTION=${LOSS_FRACTION:-0.5}
 RATE=${RATE:-}
@@ -54,7 +56,7 @@ die() {
   echo "bench-mcast: $*" >&2
   exit 1
 }
-for tool in ucp_mcast_recv epoll_mcast_recv mcast_send; do
+for tool in ucp_mcast_recv epoll_mcast_recv uring_bare_mcast_recv mcast_send; do
   [ -x "$BIN/$tool" ] || die "$BIN/$tool not found (cmake -DUCP_BENCH=ON; cmake --build build/release --target $tool)"
 done
 command -v taskset >/dev/null || die "taskset not found (util-linux)"
@@ -89,7 +91,11 @@ start_receiver() {
       (pinned "$SERVER_CPUS" "$ROOT/$BIN/epoll_mcast_recv" -g "$GROUP" -p "$PORT") \
         >"$WORK/$name.log" 2>&1 &
       ;;
-    *) die "unknown receiver $name (ucp, mmsg)" ;;
+    bare)
+      (pinned "$SERVER_CPUS" "$ROOT/$BIN/uring_bare_mcast_recv" -g "$GROUP" -p "$PORT") \
+        >"$WORK/$name.log" 2>&1 &
+      ;;
+    *) die "unknown receiver $name (ucp, mmsg, bare)" ;;
   esac
   SERVER_PID=$!
   for _ in $(seq 100); do
@@ -174,7 +180,8 @@ python3 - "$WORK/results" "$(getconf CLK_TCK)" "$OUT" <<PY
 import statistics, sys
 path, hz, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 rows = [line.split() for line in open(path)]
-names = {"ucp": "UCP (ucp_mcast_recv, $BACKEND)", "mmsg": "recvmmsg loop (epoll_mcast_recv)"}
+names = {"ucp": "UCP (ucp_mcast_recv, $BACKEND)", "mmsg": "recvmmsg loop (epoll_mcast_recv)",
+         "bare": "bare io_uring receiver (uring_bare_mcast_recv)"}
 lines = []
 w = lines.append
 w("# Multicast receive: UCP against a plain recvmmsg loop")
@@ -212,10 +219,22 @@ if "ucp" in per_cpu and "mmsg" in per_cpu:
               if r in per_cpu["mmsg"] and per_cpu["mmsg"][r] > 0]
     if ratios:
         summary.append(f"- UCP / recvmmsg loop: **{statistics.median(ratios):.2f}x** (median of per-round ratios; the goal is >= 1.0x)")
+for name, what in (("bare", "the io_uring ceiling / recvmmsg loop"), ):
+    if name in per_cpu and "mmsg" in per_cpu:
+        ratios = [per_cpu[name][r] / per_cpu["mmsg"][r] for r in per_cpu[name]
+                  if r in per_cpu["mmsg"] and per_cpu["mmsg"][r] > 0]
+        if ratios:
+            summary.append(f"- {what}: **{statistics.median(ratios):.2f}x** (median of per-round ratios)")
+if "ucp" in per_cpu and "bare" in per_cpu:
+    ratios = [per_cpu["ucp"][r] / per_cpu["bare"][r] for r in per_cpu["ucp"]
+              if r in per_cpu["bare"] and per_cpu["bare"][r] > 0]
+    if ratios:
+        summary.append(f"- UCP / the io_uring ceiling: **{statistics.median(ratios):.2f}x** (UCP's share of what a bare io_uring receiver does)")
 lines += summary
 w("")
 w("Per wake-up: datagrams (warm-up included) per time the receiver came back from waiting "
-  "(ucp: io_uring_enter or epoll_wait calls of its loop; mmsg: epoll_wait calls that found the "
+  "(ucp: io_uring_enter or epoll_wait calls of its loop; bare: waits after which completions "
+  "were there; mmsg: epoll_wait calls that found the "
   "socket readable). Missing: lost while the receiver could not keep up or was not running.")
 w("")
 w("## Part 2: loss at $RATE datagrams/s ($LOSS_FRACTION of the recvmmsg loop's figure unless RATE was given)")
