@@ -428,6 +428,26 @@ TEST_F(ClientTest, PooledConnectionsIdleTooLongAreClosedEachInItsTime) {
   }(*loop_, server.port()));
 }
 
+// One GET of `path` over `session` and its whole answer; true when the connection may be
+// pooled again.
+Task<bool> get_over(ClientSession& session, std::string_view path = "/") {
+  const std::string head = "GET " + std::string(path) + " HTTP/1.1\r\nHost: a\r\n\r\n";
+  if (!co_await session.send_head(head, BodyFraming::kNone)) co_return false;
+  if (!co_await session.read_head(5000)) co_return false;
+  for (;;) {
+    auto piece = co_await session.read_body(5000);
+    if (!piece) co_return false;
+    if (piece->empty()) co_return session.reusable();
+  }
+}
+
+// A pooled connection for `key`: at once when one is idle, else through take()'s wait (a loop
+// without multishot receives), or none.
+Task<std::unique_ptr<ClientSession>> take_pooled(ConnectionPool& pool, std::string_view key) {
+  if (auto now = pool.try_take(key)) co_return std::move(*now);
+  co_return co_await pool.take(key);
+}
+
 TEST_F(ClientTest, APooledConnectionTakenWithoutAWaitIsUsedAtOnceAndMayBeDropped) {
   // try_take() ends the idle receive at once: the connection is read by its next request, or
   // dropped, before the pool's watcher has run again; the watcher then ends without a look at
@@ -439,34 +459,20 @@ TEST_F(ClientTest, APooledConnectionTakenWithoutAWaitIsUsedAtOnceAndMayBeDropped
   });
   run([](EventLoop& loop, uint16_t server_port) -> Task<> {
     ConnectionPool pool(loop, {.max_idle = 8, .max_idle_per_key = 8, .idle_timeout_ms = 5000});
-    auto exchange = [](ClientSession& session) -> Task<bool> {
-      const std::string head = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
-      if (!co_await session.send_head(head, BodyFraming::kNone)) co_return false;
-      if (!co_await session.read_head(5000)) co_return false;
-      for (;;) {
-        auto piece = co_await session.read_body(5000);
-        if (!piece) co_return false;
-        if (piece->empty()) co_return session.reusable();
-      }
-    };
-    auto take = [&pool](std::string_view key) -> Task<std::unique_ptr<ClientSession>> {
-      if (auto now = pool.try_take(key)) co_return std::move(*now);
-      co_return co_await pool.take(key);  // (a loop without multishot receives)
-    };
     for (int i = 0; i < 2; ++i) {
       auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
       EXPECT_TRUE(connection);
       if (!connection) co_return;
       auto session = std::make_unique<ClientSession>(std::move(*connection));
-      EXPECT_TRUE(co_await exchange(*session));
+      EXPECT_TRUE(co_await get_over(*session));
       pool.give("a", std::move(session));
       for (int round = 0; round < 3; ++round) {
-        auto again = co_await take("a");
+        auto again = co_await take_pooled(pool, "a");
         EXPECT_TRUE(again);
         if (!again) co_return;
         EXPECT_EQ(pool.idle(), static_cast<size_t>(i));  // the first connection, from i = 1
         if (i == 1 && round == 2) break;  // dropped at once: closed in the background
-        EXPECT_TRUE(co_await exchange(*again));
+        EXPECT_TRUE(co_await get_over(*again));
         pool.give("a", std::move(again));
       }
     }
@@ -474,8 +480,8 @@ TEST_F(ClientTest, APooledConnectionTakenWithoutAWaitIsUsedAtOnceAndMayBeDropped
     EXPECT_EQ(pool.idle(), 1u);
     EXPECT_EQ(pool.reused(), 6u);
     EXPECT_EQ(pool.closed_by_server(), 0u);
-    auto last = co_await take("a");
-    EXPECT_TRUE(last && co_await exchange(*last));
+    auto last = co_await take_pooled(pool, "a");
+    EXPECT_TRUE(last && co_await get_over(*last));
   }(*loop_, server.port()));
 }
 
@@ -498,32 +504,18 @@ TEST_F(ClientTest, AWatcherParkedByATakeSeesTheNextConnectionClosedOrSentToWhile
   });
   run([](EventLoop& loop, uint16_t server_port) -> Task<> {
     ConnectionPool pool(loop, {.max_idle = 8, .max_idle_per_key = 8, .idle_timeout_ms = 5000});
-    auto exchange = [](ClientSession& session, std::string_view path) -> Task<bool> {
-      const std::string head = "GET " + std::string(path) + " HTTP/1.1\r\nHost: a\r\n\r\n";
-      if (!co_await session.send_head(head, BodyFraming::kNone)) co_return false;
-      if (!co_await session.read_head(5000)) co_return false;
-      for (;;) {
-        auto piece = co_await session.read_body(5000);
-        if (!piece) co_return false;
-        if (piece->empty()) co_return session.reusable();
-      }
-    };
-    auto take = [&pool](std::string_view key) -> Task<std::unique_ptr<ClientSession>> {
-      if (auto now = pool.try_take(key)) co_return std::move(*now);
-      co_return co_await pool.take(key);  // (a loop without multishot receives)
-    };
     uint64_t dropped = 0;
     for (std::string_view path : {"/close", "/stray"}) {
       auto connection = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
       EXPECT_TRUE(connection);
       if (!connection) co_return;
       auto session = std::make_unique<ClientSession>(std::move(*connection));
-      EXPECT_TRUE(co_await exchange(*session, "/"));
+      EXPECT_TRUE(co_await get_over(*session, "/"));
       pool.give("a", std::move(session));
-      auto again = co_await take("a");  // its watcher parked
+      auto again = co_await take_pooled(pool, "a");  // its watcher parked
       EXPECT_TRUE(again);
       if (!again) co_return;
-      EXPECT_TRUE(co_await exchange(*again, path));
+      EXPECT_TRUE(co_await get_over(*again, path));
       pool.give("a", std::move(again));  // watched by the parked watcher
       ++dropped;
       for (int i = 0; i < 500 && pool.closed_by_server() < dropped; ++i) {
@@ -531,7 +523,7 @@ TEST_F(ClientTest, AWatcherParkedByATakeSeesTheNextConnectionClosedOrSentToWhile
       }
       EXPECT_EQ(pool.closed_by_server(), dropped) << path;
       EXPECT_EQ(pool.idle(), 0u) << path;
-      EXPECT_EQ(co_await take("a"), nullptr) << path;
+      EXPECT_EQ(co_await take_pooled(pool, "a"), nullptr) << path;
     }
     EXPECT_EQ(pool.reused(), 2u);
     // A parked watcher and one watching when the pool goes (ASan: neither frame leaks).
@@ -539,19 +531,19 @@ TEST_F(ClientTest, AWatcherParkedByATakeSeesTheNextConnectionClosedOrSentToWhile
     EXPECT_TRUE(connection);
     if (!connection) co_return;
     auto session = std::make_unique<ClientSession>(std::move(*connection));
-    EXPECT_TRUE(co_await exchange(*session, "/"));
+    EXPECT_TRUE(co_await get_over(*session, "/"));
     pool.give("a", std::move(session));
-    auto again = co_await take("a");
-    EXPECT_TRUE(again && co_await exchange(*again, "/"));
+    auto again = co_await take_pooled(pool, "a");
+    EXPECT_TRUE(again && co_await get_over(*again, "/"));
     auto other = co_await TcpClient::connect(loop, "127.0.0.1", server_port);
     EXPECT_TRUE(other);
     if (!other || !again) co_return;
     auto second = std::make_unique<ClientSession>(std::move(*other));
-    EXPECT_TRUE(co_await exchange(*second, "/"));
+    EXPECT_TRUE(co_await get_over(*second, "/"));
     pool.give("a", std::move(again));
     pool.give("b", std::move(second));
     EXPECT_EQ(pool.idle(), 2u);
-    auto b = co_await take("b");
+    auto b = co_await take_pooled(pool, "b");
     EXPECT_TRUE(b);
   }(*loop_, server.port()));
 }
