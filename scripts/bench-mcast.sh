@@ -214,22 +214,20 @@ w("")
 summary = []
 for name, rounds in per_cpu.items():
     summary.append(f"- {names.get(name, name)}: **{statistics.median(rounds.values()):,.0f}** datagrams per CPU-second (median)")
-if "ucp" in per_cpu and "mmsg" in per_cpu:
-    ratios = [per_cpu["ucp"][r] / per_cpu["mmsg"][r] for r in per_cpu["ucp"]
-              if r in per_cpu["mmsg"] and per_cpu["mmsg"][r] > 0]
-    if ratios:
-        summary.append(f"- UCP / recvmmsg loop: **{statistics.median(ratios):.2f}x** (median of per-round ratios; the goal is >= 1.0x)")
-for name, what in (("bare", "the io_uring ceiling / recvmmsg loop"), ):
-    if name in per_cpu and "mmsg" in per_cpu:
-        ratios = [per_cpu[name][r] / per_cpu["mmsg"][r] for r in per_cpu[name]
-                  if r in per_cpu["mmsg"] and per_cpu["mmsg"][r] > 0]
-        if ratios:
-            summary.append(f"- {what}: **{statistics.median(ratios):.2f}x** (median of per-round ratios)")
-if "ucp" in per_cpu and "bare" in per_cpu:
-    ratios = [per_cpu["ucp"][r] / per_cpu["bare"][r] for r in per_cpu["ucp"]
-              if r in per_cpu["bare"] and per_cpu["bare"][r] > 0]
-    if ratios:
-        summary.append(f"- UCP / the io_uring ceiling: **{statistics.median(ratios):.2f}x** (UCP's share of what a bare io_uring receiver does)")
+def paired_median(a, b):
+    """The median of the per-round ratios a / b, or None when no round has both."""
+    if a not in per_cpu or b not in per_cpu:
+        return None
+    ratios = [per_cpu[a][r] / per_cpu[b][r] for r in per_cpu[a]
+              if r in per_cpu[b] and per_cpu[b][r] > 0]
+    return statistics.median(ratios) if ratios else None
+for a, b, what, why in (
+        ("ucp", "mmsg", "UCP / recvmmsg loop", "median of per-round ratios; the goal is >= 1.0x"),
+        ("bare", "mmsg", "the io_uring ceiling / recvmmsg loop", "median of per-round ratios"),
+        ("ucp", "bare", "UCP / the io_uring ceiling", "UCP's share of what a bare io_uring receiver does")):
+    ratio = paired_median(a, b)
+    if ratio is not None:
+        summary.append(f"- {what}: **{ratio:.2f}x** ({why})")
 lines += summary
 w("")
 w("Per wake-up: datagrams (warm-up included) per time the receiver came back from waiting "
