@@ -9,19 +9,6 @@
 
 namespace ucp {
 
-BufferLease& BufferLease::operator=(BufferLease&& other) noexcept {
-  if (this != &other) {
-    reset();
-    owner_ = std::exchange(other.owner_, nullptr);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    capacity_ = std::exchange(other.capacity_, 0);
-    id_ = other.id_;
-    source_ = std::exchange(other.source_, Source::kNone);
-  }
-  return *this;
-}
-
 BufferLease BufferLease::from_receive_buffer(EventLoop& loop, uint16_t id, std::byte* data,
                                              uint32_t size) noexcept {
   BufferLease lease;

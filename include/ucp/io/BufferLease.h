@@ -26,11 +26,32 @@ class BufferLease {
   enum class Source : uint8_t { kNone, kReceiveBuffer, kRegistered, kPool };
 
   BufferLease() noexcept = default;
-  BufferLease(BufferLease&& other) noexcept { *this = std::move(other); }
-  BufferLease& operator=(BufferLease&& other) noexcept;
+  BufferLease(BufferLease&& other) noexcept
+      : owner_(std::exchange(other.owner_, nullptr)),
+        data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)),
+        id_(other.id_),
+        source_(std::exchange(other.source_, Source::kNone)) {}
+  // Inline, and reset() only when there is something to give back: a receive path moves a
+  // lease into an empty slot for every datagram.
+  BufferLease& operator=(BufferLease&& other) noexcept {
+    if (this != &other) {
+      if (source_ != Source::kNone) reset();
+      owner_ = std::exchange(other.owner_, nullptr);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
+      id_ = other.id_;
+      source_ = std::exchange(other.source_, Source::kNone);
+    }
+    return *this;
+  }
   BufferLease(const BufferLease&) = delete;
   BufferLease& operator=(const BufferLease&) = delete;
-  ~BufferLease() { reset(); }
+  ~BufferLease() {
+    if (source_ != Source::kNone) reset();
+  }
 
   /// Receive buffer `id` of `loop`, holding `size` bytes at `data`.
   static BufferLease from_receive_buffer(EventLoop& loop, uint16_t id, std::byte* data,
