@@ -11,14 +11,7 @@ namespace ucp {
 
 BufferLease BufferLease::from_receive_buffer(EventLoop& loop, uint16_t id, std::byte* data,
                                              uint32_t size) noexcept {
-  BufferLease lease;
-  lease.owner_ = &loop;
-  lease.data_ = data;
-  lease.size_ = size;
-  lease.capacity_ = size;
-  lease.id_ = id;
-  lease.source_ = Source::kReceiveBuffer;
-  return lease;
+  return from_receive_buffer(*detail::LoopAccess::receive_buffers(loop), id, data, size);
 }
 
 BufferLease BufferLease::from_registered(EventLoop& loop, uint16_t index, std::byte* data,
@@ -47,7 +40,7 @@ void BufferLease::reset() noexcept {
     case Source::kNone:
       break;
     case Source::kReceiveBuffer:
-      detail::LoopAccess::receive_buffers(*static_cast<EventLoop*>(owner_))->recycle(id_);
+      static_cast<detail::ReceiveBuffers*>(owner_)->recycle(id_);
       break;
     case Source::kRegistered:
       detail::LoopAccess::backend(*static_cast<EventLoop*>(owner_)).release_registered_buffer(id_);

@@ -30,7 +30,8 @@ void set_source(ReceivedDatagram& out, const void* source, socklen_t length) noe
 }  // namespace
 
 MultishotRecvMsg::MultishotRecvMsg(EventLoop& loop, int socket) noexcept
-    : MultishotReceive(loop, socket, OpCode::kRecvMsgMultishot) {
+    : MultishotReceive(loop, socket, OpCode::kRecvMsgMultishot),
+      buffers_(detail::LoopAccess::receive_buffers(loop)) {
   shape_.msg_namelen = kDatagramNameBytes;
   receive().data = &shape_;
   Operation& fallback = fallback_op();
@@ -55,7 +56,7 @@ void MultishotRecvMsg::recycle(const DatagramEntry& entry) noexcept {
   if (entry.buffer_id == kPoolEntry) {
     fallback_datagram_.data.reset();
   } else {
-    detail::LoopAccess::receive_buffers(loop_)->recycle(entry.buffer_id);
+    buffers_->recycle(entry.buffer_id);
   }
 }
 
@@ -69,8 +70,7 @@ bool MultishotRecvMsg::take(int32_t res, uint32_t completion) {
 
 bool MultishotRecvMsg::start_fallback() noexcept {
   // The same room a loop buffer gives, so that both paths cut a datagram alike.
-  const uint32_t room =
-      detail::LoopAccess::receive_buffers(loop_)->buffer_size() - kDatagramHeadroom;
+  const uint32_t room = buffers_->buffer_size() - kDatagramHeadroom;
   if (fallback_datagram_.data.source() == BufferLease::Source::kNone) {
     fallback_datagram_.data = BufferLease::from_pool(room);
   }
@@ -124,15 +124,15 @@ void MultishotRecvMsg::pop_into(ReceivedDatagram& out) noexcept {
     if (out.truncated) ++truncated_;
     return;
   }
-  std::byte* buffer = detail::LoopAccess::receive_buffers(loop_)->buffer(entry.buffer_id);
+  std::byte* buffer = buffers_->buffer(entry.buffer_id);
   const auto view = parse_datagram(buffer, entry.used, kDatagramNameBytes);
   if (!view) {  // cannot happen with a kernel that keeps its layout; never read past the data
-    out.data = BufferLease::from_receive_buffer(loop_, entry.buffer_id, buffer, 0);
+    out.data = BufferLease::from_receive_buffer(*buffers_, entry.buffer_id, buffer, 0);
     set_source(out, nullptr, 0);
     out.truncated = false;
     return;
   }
-  out.data = BufferLease::from_receive_buffer(loop_, entry.buffer_id, view->payload.data(),
+  out.data = BufferLease::from_receive_buffer(*buffers_, entry.buffer_id, view->payload.data(),
                                               static_cast<uint32_t>(view->payload.size()));
   set_source(out, view->source, view->source_length);
   out.truncated = view->truncated;

@@ -18,6 +18,9 @@
 namespace ucp {
 class EventLoop;
 }
+namespace ucp::detail {
+class ReceiveBuffers;
+}
 
 namespace ucp {
 
@@ -56,6 +59,19 @@ class BufferLease {
   /// Receive buffer `id` of `loop`, holding `size` bytes at `data`.
   static BufferLease from_receive_buffer(EventLoop& loop, uint16_t id, std::byte* data,
                                          uint32_t size) noexcept;
+  /// The same from the loop's receive buffers themselves (detail::LoopAccess::receive_buffers):
+  /// for a receive path that holds them, one lease per datagram without asking the loop.
+  static BufferLease from_receive_buffer(detail::ReceiveBuffers& buffers, uint16_t id,
+                                         std::byte* data, uint32_t size) noexcept {
+    BufferLease lease;
+    lease.owner_ = &buffers;
+    lease.data_ = data;
+    lease.size_ = size;
+    lease.capacity_ = size;
+    lease.id_ = id;
+    lease.source_ = Source::kReceiveBuffer;
+    return lease;
+  }
   /// Registered buffer `index` of `loop`'s backend: `capacity` bytes at `data`, none received.
   static BufferLease from_registered(EventLoop& loop, uint16_t index, std::byte* data,
                                      uint32_t capacity) noexcept;
@@ -86,7 +102,9 @@ class BufferLease {
   void reset() noexcept;
 
  private:
-  void* owner_ = nullptr;  // EventLoop* (receive and registered buffers) or the pool block
+  // detail::ReceiveBuffers* (a receive buffer), EventLoop* (a registered buffer) or the pool
+  // block.
+  void* owner_ = nullptr;
   std::byte* data_ = nullptr;
   uint32_t size_ = 0;
   uint32_t capacity_ = 0;
