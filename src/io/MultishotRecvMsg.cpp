@@ -30,8 +30,7 @@ void set_source(ReceivedDatagram& out, const void* source, socklen_t length) noe
 }  // namespace
 
 MultishotRecvMsg::MultishotRecvMsg(EventLoop& loop, int socket) noexcept
-    : MultishotReceive(loop, socket, OpCode::kRecvMsgMultishot),
-      buffers_(detail::LoopAccess::receive_buffers(loop)) {
+    : MultishotReceive(loop, socket, OpCode::kRecvMsgMultishot) {
   shape_.msg_namelen = kDatagramNameBytes;
   receive().data = &shape_;
   Operation& fallback = fallback_op();

@@ -37,7 +37,6 @@ class EventLoop;
 namespace ucp::detail {
 
 class MultishotRecvMsg;
-class ReceiveBuffers;
 
 /// A queued datagram: the loop receive buffer that holds it (or the fallback's), and how many
 /// bytes of it the completion filled.
@@ -107,8 +106,7 @@ class MultishotRecvMsg : public MultishotReceive<MultishotRecvMsg, DatagramEntry
   void recycle(const DatagramEntry& entry) noexcept;
   std::coroutine_handle<> on_fallback(int32_t res, uint32_t completion) noexcept;
 
-  ReceiveBuffers* buffers_;  // the loop's, asked once (they live as long as the loop)
-  msghdr shape_{};           // the multishot receive's name and control capacities
+  msghdr shape_{};  // the multishot receive's name and control capacities
   msghdr fallback_message_{};
   iovec fallback_vector_{};
   ReceivedDatagram fallback_datagram_;
