@@ -69,8 +69,12 @@ ucp::Task<> receive(ucp::UdpSocket& socket, Feed& feed) {
   for (;;) {
     auto n = co_await socket.receive_batch(batch);
     if (!n && n.error() == std::errc::operation_canceled) break;  // stopping
-    // Each lease is dropped as soon as its datagram is read: the buffer goes back to the loop.
-    for (size_t i = 0; n && i < *n; ++i) feed.on_datagram(std::exchange(batch[i], {}).data.bytes());
+    // Each datagram is read where receive_batch() put it and its lease dropped at once: the
+    // buffer goes back to the loop (no ReceivedDatagram moved out of the batch and destroyed).
+    for (size_t i = 0; n && i < *n; ++i) {
+      feed.on_datagram(batch[i].data.bytes());
+      batch[i].data.reset();
+    }
   }
   co_await socket.close();
 }

@@ -9,29 +9,9 @@
 
 namespace ucp {
 
-BufferLease& BufferLease::operator=(BufferLease&& other) noexcept {
-  if (this != &other) {
-    reset();
-    owner_ = std::exchange(other.owner_, nullptr);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    capacity_ = std::exchange(other.capacity_, 0);
-    id_ = other.id_;
-    source_ = std::exchange(other.source_, Source::kNone);
-  }
-  return *this;
-}
-
 BufferLease BufferLease::from_receive_buffer(EventLoop& loop, uint16_t id, std::byte* data,
                                              uint32_t size) noexcept {
-  BufferLease lease;
-  lease.owner_ = &loop;
-  lease.data_ = data;
-  lease.size_ = size;
-  lease.capacity_ = size;
-  lease.id_ = id;
-  lease.source_ = Source::kReceiveBuffer;
-  return lease;
+  return from_receive_buffer(*detail::LoopAccess::receive_buffers(loop), id, data, size);
 }
 
 BufferLease BufferLease::from_registered(EventLoop& loop, uint16_t index, std::byte* data,
@@ -60,7 +40,7 @@ void BufferLease::reset() noexcept {
     case Source::kNone:
       break;
     case Source::kReceiveBuffer:
-      detail::LoopAccess::receive_buffers(*static_cast<EventLoop*>(owner_))->recycle(id_);
+      static_cast<detail::ReceiveBuffers*>(owner_)->recycle(id_);
       break;
     case Source::kRegistered:
       detail::LoopAccess::backend(*static_cast<EventLoop*>(owner_)).release_registered_buffer(id_);

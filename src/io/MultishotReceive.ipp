@@ -14,7 +14,7 @@ namespace ucp::detail {
 template <class Derived, class Entry>
 MultishotReceive<Derived, Entry>::MultishotReceive(EventLoop& loop, int socket,
                                                    OpCode kind) noexcept
-    : loop_(loop) {
+    : loop_(loop), buffers_(LoopAccess::receive_buffers(loop)) {
   receive().code = kind;
   receive().fd = socket;
   receive().on_complete = hook<&MultishotReceive::on_receive>;
@@ -64,7 +64,7 @@ template <class Derived, class Entry>
 std::coroutine_handle<> MultishotReceive<Derived, Entry>::on_receive(int32_t res,
                                                                      uint32_t completion) noexcept {
   if (self().take(res, completion)) {
-    LoopAccess::receive_buffers(loop_)->note_taken();
+    buffers_->note_taken();
     ++queued_;
     if (queued_ >= Derived::kMaxQueued && state_ == State::kArmed) {
       state_ = State::kPausing;  // back-pressure: resumed when the reader waits again

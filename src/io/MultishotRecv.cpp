@@ -43,14 +43,14 @@ std::coroutine_handle<> MultishotRecv::Fallback::done(int32_t res, uint32_t) noe
 
 std::byte* MultishotRecv::chunk_bytes(const StreamChunk& chunk) noexcept {
   if (chunk.buffer_id == kPoolChunk) return fallback_->buffer.writable().data() + chunk.offset;
-  return detail::LoopAccess::receive_buffers(loop_)->buffer(chunk.buffer_id) + chunk.offset;
+  return buffers_->buffer(chunk.buffer_id) + chunk.offset;
 }
 
 void MultishotRecv::recycle(const StreamChunk& chunk) noexcept {
   if (chunk.buffer_id == kPoolChunk) {
     fallback_->buffer.reset();
   } else {
-    detail::LoopAccess::receive_buffers(loop_)->recycle(chunk.buffer_id);
+    buffers_->recycle(chunk.buffer_id);
   }
 }
 
@@ -114,7 +114,7 @@ BufferLease MultishotRecv::lend_front() noexcept {
     lease.set_size(chunk.length);
     lease.consume(chunk.offset);
   } else {
-    lease = BufferLease::from_receive_buffer(loop_, chunk.buffer_id, chunk_bytes(chunk),
+    lease = BufferLease::from_receive_buffer(*buffers_, chunk.buffer_id, chunk_bytes(chunk),
                                              chunk.length - chunk.offset);
   }
   pop_front();

@@ -14,6 +14,21 @@ namespace ucp::detail {
 
 template class MultishotReceive<MultishotRecvMsg, DatagramEntry>;
 
+namespace {
+
+// The source address of a datagram into `out`: `length` bytes of it, the rest of `out.source`
+// zeroed, as in a ReceivedDatagram made afresh (a memset of the tail, not a 128-byte
+// sockaddr_storage built and copied).
+void set_source(ReceivedDatagram& out, const void* source, socklen_t length) noexcept {
+  auto* bytes = reinterpret_cast<std::byte*>(&out.source);
+  if (length > sizeof out.source) length = sizeof out.source;
+  if (length > 0) std::memcpy(bytes, source, length);
+  std::memset(bytes + length, 0, sizeof out.source - length);
+  out.source_length = length;
+}
+
+}  // namespace
+
 MultishotRecvMsg::MultishotRecvMsg(EventLoop& loop, int socket) noexcept
     : MultishotReceive(loop, socket, OpCode::kRecvMsgMultishot) {
   shape_.msg_namelen = kDatagramNameBytes;
@@ -40,7 +55,7 @@ void MultishotRecvMsg::recycle(const DatagramEntry& entry) noexcept {
   if (entry.buffer_id == kPoolEntry) {
     fallback_datagram_.data.reset();
   } else {
-    detail::LoopAccess::receive_buffers(loop_)->recycle(entry.buffer_id);
+    buffers_->recycle(entry.buffer_id);
   }
 }
 
@@ -54,8 +69,7 @@ bool MultishotRecvMsg::take(int32_t res, uint32_t completion) {
 
 bool MultishotRecvMsg::start_fallback() noexcept {
   // The same room a loop buffer gives, so that both paths cut a datagram alike.
-  const uint32_t room =
-      detail::LoopAccess::receive_buffers(loop_)->buffer_size() - kDatagramHeadroom;
+  const uint32_t room = buffers_->buffer_size() - kDatagramHeadroom;
   if (fallback_datagram_.data.source() == BufferLease::Source::kNone) {
     fallback_datagram_.data = BufferLease::from_pool(room);
   }
@@ -97,31 +111,31 @@ std::coroutine_handle<> MultishotRecvMsg::on_fallback(int32_t res, uint32_t) noe
   return fallback_done();
 }
 
-ReceivedDatagram MultishotRecvMsg::pop() noexcept {
+void MultishotRecvMsg::pop_into(ReceivedDatagram& out) noexcept {
   const DatagramEntry entry = front();
   pop_front();
   if (entry.buffer_id == kPoolEntry) {
-    ReceivedDatagram out = std::move(fallback_datagram_);
-    fallback_datagram_ = ReceivedDatagram{};
+    ReceivedDatagram& d = fallback_datagram_;
+    out.data = std::move(d.data);
+    set_source(out, &d.source, d.source_length);
+    out.truncated = std::exchange(d.truncated, false);
+    d.source_length = 0;
     if (out.truncated) ++truncated_;
-    return out;
+    return;
   }
-  std::byte* buffer = detail::LoopAccess::receive_buffers(loop_)->buffer(entry.buffer_id);
-  ReceivedDatagram out;
+  std::byte* buffer = buffers_->buffer(entry.buffer_id);
   const auto view = parse_datagram(buffer, entry.used, kDatagramNameBytes);
   if (!view) {  // cannot happen with a kernel that keeps its layout; never read past the data
-    out.data = BufferLease::from_receive_buffer(loop_, entry.buffer_id, buffer, 0);
-    return out;
+    out.data = BufferLease::from_receive_buffer(*buffers_, entry.buffer_id, buffer, 0);
+    set_source(out, nullptr, 0);
+    out.truncated = false;
+    return;
   }
-  out.data = BufferLease::from_receive_buffer(loop_, entry.buffer_id, view->payload.data(),
+  out.data = BufferLease::from_receive_buffer(*buffers_, entry.buffer_id, view->payload.data(),
                                               static_cast<uint32_t>(view->payload.size()));
-  if (view->source != nullptr) {
-    std::memcpy(&out.source, view->source, view->source_length);
-    out.source_length = view->source_length;
-  }
+  set_source(out, view->source, view->source_length);
   out.truncated = view->truncated;
   if (out.truncated) ++truncated_;
-  return out;
 }
 
 }  // namespace ucp::detail

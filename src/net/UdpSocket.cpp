@@ -218,7 +218,7 @@ Task<Result<size_t>> UdpSocket::receive_batch(std::span<ReceivedDatagram> out) {
     co_await StreamWait{*stream_};
   }
   size_t n = 0;
-  while (n < out.size() && stream_->has_data()) out[n++] = stream_->pop();
+  while (n < out.size() && stream_->has_data()) stream_->pop_into(out[n++]);
   if (metrics_) count_received(out.first(n));
   co_return n;
 }

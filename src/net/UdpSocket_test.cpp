@@ -439,6 +439,54 @@ TEST_P(UdpSocketApi, CloseWakesAWaitingReceiverWithCanceled) {
   EXPECT_EQ(loop_->in_flight(), 0u);
 }
 
+// receive_batch() writes each datagram over whatever its slot held: the lease there goes back
+// to the loop (one slot reused for more datagrams than the loop has buffers never runs them
+// dry), and `source` is the sender's address with zeros past it, even over a longer one.
+TEST_P(UdpSocketApi, ReceiveBatchWritesAReusedSlotWhole) {
+  struct Outcome {
+    int received = 0;
+    int exact = 0;
+    uint64_t ran_out = 0;
+    bool multishot = false;
+  } o;
+  run([](EventLoop& l, Outcome& out) -> Task<> {
+    const auto local = *InetAddress::parse("127.0.0.1", 0);
+    auto a = UdpSocket::bind(l, local);
+    auto b = UdpSocket::bind(l, local);
+    EXPECT_TRUE(a && b);
+    if (!a || !b) co_return;
+    out.multishot = (*b)->multishot();
+    const uint16_t a_port = (*a)->local_address().port();
+    std::array<ReceivedDatagram, 1> slot;
+    for (int i = 0; i < 100; ++i) {  // more datagrams than the loop's 64 buffers
+      ReceivedDatagram& d = slot[0];
+      std::memset(&d.source, 0xAB, sizeof d.source);  // as if a longer address were there
+      d.source_length = sizeof d.source;
+      (void)co_await (*a)->send_to(bytes_of("x"), (*b)->local_address());
+      auto n = co_await (*b)->receive_batch(slot);  // the last datagram's lease still in d
+      if (!n || *n != 1) break;
+      ++out.received;
+      sockaddr_in from;
+      std::memcpy(&from, &d.source, sizeof from);
+      const auto* bytes = reinterpret_cast<const unsigned char*>(&d.source);
+      bool exact = d.source_length == sizeof from && from.sin_family == AF_INET &&
+                   ntohs(from.sin_port) == a_port && d.data.size() == 1 && !d.truncated;
+      for (size_t k = sizeof from; k < sizeof d.source; ++k) exact = exact && bytes[k] == 0;
+      if (exact) ++out.exact;
+    }
+    out.ran_out = (*b)->loop_buffers_ran_out();
+    slot[0].data.reset();
+    co_await (*a)->close();
+    co_await (*b)->close();
+  }(*loop_, o));
+  EXPECT_EQ(o.received, 100);
+  EXPECT_EQ(o.exact, 100);
+  if (o.multishot) {
+    EXPECT_EQ(o.ran_out, 0u);
+  }
+  EXPECT_EQ(loop_->in_flight(), 0u);
+}
+
 TEST_P(UdpSocketApi, ReceiveBufferIsWhatWasAskedOrWhatTheKernelAllows) {
   run([](EventLoop& l) -> Task<> {
     UdpOptions options;

@@ -18,6 +18,9 @@
 namespace ucp {
 class EventLoop;
 }
+namespace ucp::detail {
+class ReceiveBuffers;
+}
 
 namespace ucp {
 
@@ -26,15 +29,49 @@ class BufferLease {
   enum class Source : uint8_t { kNone, kReceiveBuffer, kRegistered, kPool };
 
   BufferLease() noexcept = default;
-  BufferLease(BufferLease&& other) noexcept { *this = std::move(other); }
-  BufferLease& operator=(BufferLease&& other) noexcept;
+  BufferLease(BufferLease&& other) noexcept
+      : owner_(std::exchange(other.owner_, nullptr)),
+        data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)),
+        id_(other.id_),
+        source_(std::exchange(other.source_, Source::kNone)) {}
+  // Inline, and reset() only when there is something to give back: a receive path moves a
+  // lease into an empty slot for every datagram.
+  BufferLease& operator=(BufferLease&& other) noexcept {
+    if (this != &other) {
+      if (source_ != Source::kNone) reset();
+      owner_ = std::exchange(other.owner_, nullptr);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
+      id_ = other.id_;
+      source_ = std::exchange(other.source_, Source::kNone);
+    }
+    return *this;
+  }
   BufferLease(const BufferLease&) = delete;
   BufferLease& operator=(const BufferLease&) = delete;
-  ~BufferLease() { reset(); }
+  ~BufferLease() {
+    if (source_ != Source::kNone) reset();
+  }
 
   /// Receive buffer `id` of `loop`, holding `size` bytes at `data`.
   static BufferLease from_receive_buffer(EventLoop& loop, uint16_t id, std::byte* data,
                                          uint32_t size) noexcept;
+  /// The same from the loop's receive buffers themselves (detail::LoopAccess::receive_buffers):
+  /// for a receive path that holds them, one lease per datagram without asking the loop.
+  static BufferLease from_receive_buffer(detail::ReceiveBuffers& buffers, uint16_t id,
+                                         std::byte* data, uint32_t size) noexcept {
+    BufferLease lease;
+    lease.owner_ = &buffers;
+    lease.data_ = data;
+    lease.size_ = size;
+    lease.capacity_ = size;
+    lease.id_ = id;
+    lease.source_ = Source::kReceiveBuffer;
+    return lease;
+  }
   /// Registered buffer `index` of `loop`'s backend: `capacity` bytes at `data`, none received.
   static BufferLease from_registered(EventLoop& loop, uint16_t index, std::byte* data,
                                      uint32_t capacity) noexcept;
@@ -65,7 +102,9 @@ class BufferLease {
   void reset() noexcept;
 
  private:
-  void* owner_ = nullptr;  // EventLoop* (receive and registered buffers) or the pool block
+  // detail::ReceiveBuffers* (a receive buffer), EventLoop* (a registered buffer) or the pool
+  // block.
+  void* owner_ = nullptr;
   std::byte* data_ = nullptr;
   uint32_t size_ = 0;
   uint32_t capacity_ = 0;

@@ -36,6 +36,8 @@ class EventLoop;
 
 namespace ucp::detail {
 
+class ReceiveBuffers;
+
 template <class Derived, class Entry>
 class MultishotReceive : private Operation {
  public:
@@ -109,6 +111,7 @@ class MultishotReceive : private Operation {
   Operation& receive() noexcept { return *this; }
 
   EventLoop& loop_;
+  ReceiveBuffers* buffers_;  // the loop's, asked once (they live as long as the loop)
   // Received, not yet consumed. Growable because a multishot receive can post a burst of
   // completions before a pause takes effect; never larger than the pool, whose buffers it
   // names (so 32-bit counts: never billions of them).

@@ -77,7 +77,15 @@ class MultishotRecvMsg : public MultishotReceive<MultishotRecvMsg, DatagramEntry
   uint64_t dry_runs() const noexcept { return dry_runs_; }
 
   /// Hands the oldest datagram over. Requires has_data().
-  ReceivedDatagram pop() noexcept;
+  ReceivedDatagram pop() noexcept {
+    ReceivedDatagram out;
+    pop_into(out);
+    return out;
+  }
+  /// The same into `out`, in place: the lease `out` held is given back, the rest of it
+  /// overwritten (the bytes of `source` past the address zeroed), with no ReceivedDatagram
+  /// built, moved or destroyed on the way. Requires has_data().
+  void pop_into(ReceivedDatagram& out) noexcept;
 
   // (MultishotReceive's, which FallbackRecvMsg's Operation would hide.)
   using MultishotReceive::fd;
