@@ -26,7 +26,8 @@
 #   ROUNDS=1 DURATION=2 WARMUP=0.5 OUT=/tmp/mcast.md scripts/bench-mcast.sh
 #
 # Environment: ROUNDS [3], DURATION [5] s, WARMUP [1] s, SIZE [256] bytes, SENDERS [1],
-# RECEIVERS ["ucp bare mmsg"], BACKEND [io_uring] for ucp, LOSS_FRACTION [0.5], RATE [from part 1]
+# RECEIVERS ["ucp bare mmsg"; `ucp:N` or `bare:N` gives that receiver N receive buffers of 4 KiB
+# instead of its default, 4,096 and 256], BACKEND [io_uring] for ucp, LOSS_FRACTION [0.5], RATE [from part 1]
 # for part 2, GROUP [239.255.77.1], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [-10 as root, else
 # 0], UCP_BIN_DIR [bin], OUT [bench/results/<date>-mcast.md], the Markdown report. Needs
 # bin/ucp_mcast_recv, bin/epoll_mcast_recv, bin/uring_bare_mcast_recv and bin/mcast_send (cmake
@@ -81,10 +82,12 @@ free_udp_port() {
 # start_receiver NAME: joined to GROUP on a free port; sets SERVER_PID and PORT once it says so.
 start_receiver() {
   local name=$1
+  local buffers=()
+  [[ $name == *:* ]] && buffers=(-n "${name#*:}")
   PORT=$(free_udp_port)
-  case $name in
+  case ${name%%:*} in
     ucp)
-      (pinned "$SERVER_CPUS" "$ROOT/$BIN/ucp_mcast_recv" -g "$GROUP" -p "$PORT" -B "$BACKEND") \
+      (pinned "$SERVER_CPUS" "$ROOT/$BIN/ucp_mcast_recv" -g "$GROUP" -p "$PORT" -B "$BACKEND" "${buffers[@]}") \
         >"$WORK/$name.log" 2>&1 &
       ;;
     mmsg)
@@ -92,7 +95,7 @@ start_receiver() {
         >"$WORK/$name.log" 2>&1 &
       ;;
     bare)
-      (pinned "$SERVER_CPUS" "$ROOT/$BIN/uring_bare_mcast_recv" -g "$GROUP" -p "$PORT") \
+      (pinned "$SERVER_CPUS" "$ROOT/$BIN/uring_bare_mcast_recv" -g "$GROUP" -p "$PORT" "${buffers[@]}") \
         >"$WORK/$name.log" 2>&1 &
       ;;
     *) die "unknown receiver $name (ucp, mmsg, bare)" ;;

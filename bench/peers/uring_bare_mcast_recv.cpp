@@ -7,10 +7,12 @@
 // interface needs: what UCP's receive path costs is measured against it.
 //
 //   uring_bare_mcast_recv -g GROUP -p PORT [-i INTERFACE_ADDRESS] [-n BUFFERS] [-r RCVBUF]
-//                         [-d SECONDS]
+//                         [-a NAME_BYTES] [-d SECONDS]
 //
 // BUFFERS: 4 KiB buffers in the ring (default 256, the working set a UCP loop offers at first;
-// a power of two <= 32768). The datagrams' sequence numbers are checked as epoll_mcast_recv
+// a power of two <= 32768). NAME_BYTES (default 0, at most 128): room for the source address in
+// front of each datagram, as UCP asks for (32): the kernel then writes it per datagram. The
+// datagrams' sequence numbers are checked as epoll_mcast_recv
 // checks them, and it prints the same lines: "joined GROUP:PORT" once joined and, at exit
 // (SIGINT/SIGTERM, or after SECONDS):
 //   received N gaps G missing M late L warmup W short B seconds S wakeups K
@@ -88,7 +90,10 @@ int join_group(const char* group, uint16_t port, const char* interface, int rece
 
 class Receiver {
  public:
-  Receiver(int fd, unsigned buffer_count) : fd_(fd), buffer_count_(buffer_count) {}
+  Receiver(int fd, unsigned buffer_count, unsigned name_bytes)
+      : fd_(fd), buffer_count_(buffer_count) {
+    header_.msg_namelen = name_bytes;
+  }
   Receiver(const Receiver&) = delete;
   Receiver& operator=(const Receiver&) = delete;
   ~Receiver() {
@@ -220,7 +225,7 @@ class Receiver {
   bool ring_ready_ = false;
   io_uring_buf_ring* buffer_ring_ = nullptr;
   unsigned char* buffers_ = nullptr;
-  msghdr header_{};  // no name, no control data: the buffers hold the header and the payload
+  msghdr header_{};  // no control data; the source address only with -a
   unsigned recycled_ = 0;
   bool rearm_ = false;
   uint64_t wakeups_ = 0;
@@ -233,6 +238,7 @@ int main(int argc, char** argv) {
   const char* interface = "127.0.0.1";
   uint16_t port = 0;
   long buffers = 256;
+  long name_bytes = 0;
   int receive_buffer = 4 << 20;
   double seconds = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -241,14 +247,16 @@ int main(int argc, char** argv) {
     if (flag == "-p") port = static_cast<uint16_t>(std::atoi(argv[i + 1]));
     if (flag == "-i") interface = argv[i + 1];
     if (flag == "-n") buffers = std::atol(argv[i + 1]);
+    if (flag == "-a") name_bytes = std::atol(argv[i + 1]);
     if (flag == "-r") receive_buffer = std::atoi(argv[i + 1]);
     if (flag == "-d") seconds = std::atof(argv[i + 1]);
   }
   const bool power_of_two = buffers > 0 && (buffers & (buffers - 1)) == 0;
-  if (group == nullptr || port == 0 || !power_of_two || buffers > 32768) {
+  if (group == nullptr || port == 0 || !power_of_two || buffers > 32768 || name_bytes < 0 ||
+      name_bytes > 128) {
     std::fprintf(stderr,
                  "usage: %s -g GROUP -p PORT [-i INTERFACE_ADDRESS] [-n BUFFERS (256, a power of "
-                 "two <= 32768)] [-r RCVBUF] [-d SECONDS]\n",
+                 "two <= 32768)] [-r RCVBUF] [-a NAME_BYTES (0..128)] [-d SECONDS]\n",
                  argv[0]);
     return 2;
   }
@@ -266,7 +274,7 @@ int main(int argc, char** argv) {
   double elapsed = 0;
   uint64_t wakeups = 0;
   {
-    Receiver receiver(fd, static_cast<unsigned>(buffers));
+    Receiver receiver(fd, static_cast<unsigned>(buffers), static_cast<unsigned>(name_bytes));
     if (!receiver.init()) {
       ::close(fd);
       return 1;
