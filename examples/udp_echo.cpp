@@ -35,7 +35,7 @@ ucp::Task<> serve(ucp::EventLoop& loop, ucp::InetAddress address) {
       replies[i] = {batch[i].data.bytes(), batch[i].source, batch[i].source_length};
     }
     co_await socket->send_batch(std::span(replies.data(), *n));
-    for (size_t i = 0; i < *n; ++i) batch[i] = {};  // the buffers go back to the loop
+    for (size_t i = 0; i < *n; ++i) batch[i].data.reset();  // the buffers go back to the loop
   }
   co_await socket->close();
 }
