@@ -1,10 +1,12 @@
 // A market-data feed receiver: joins a UDP multicast group (source-specific with feed.source)
 // and checks the 64-bit big-endian sequence number that starts each datagram: a jump forward is
 // a gap (a real handler asks its recovery service for the missing ones), an old number a late
-// copy; the counts are logged every feed.report_interval_ms. A LoopService: Ctrl-C stops it.
+// copy; the counts are logged every feed.report_interval_ms. Each datagram is checked in an
+// on_datagram() handler, called straight from its completion: no batch, no coroutine resumed
+// per datagram, its buffer back to the loop as soon as the check returns. A LoopService:
+// Ctrl-C stops it.
 // Usage: bin/example_market_data --set feed.group=239.1.1.1 [--set feed.interface=127.0.0.1]
 
-#include <array>
 #include <chrono>
 #include <utility>
 
@@ -52,7 +54,7 @@ ucp::Task<> receive(ucp::EventLoop& loop, const ucp::app::Config& config, Feed& 
   const auto any = *ucp::InetAddress::parse(wildcard, config.get<uint16_t>("feed.port"));
   ucp::UdpOptions options;
   options.reuse_port = true;               // several receivers of one feed on this host
-  options.max_datagram_bytes = 4096 - 48;  // fits a loop receive buffer: batched receives
+  options.max_datagram_bytes = 4096 - 48;  // fits a loop receive buffer: the multishot receive
   options.receive_buffer_bytes = 8 << 20;  // a burst waits here while we are busy
   auto socket = ucp::UdpSocket::bind(loop, any, options);
   auto joined =
@@ -61,19 +63,15 @@ ucp::Task<> receive(ucp::EventLoop& loop, const ucp::app::Config& config, Feed& 
     LOG_ERROR("cannot join {}: {}", membership.group.ip(), joined.error().message());
     co_return;  // the program ends
   }
-  LOG_INFO("listening on {} (udp, multicast group {})", any.to_string(), membership.group.ip());
-  loop.spawn(report(loop, feed, config.get<ms>("feed.report_interval_ms")));
-  std::array<ucp::ReceivedDatagram, 64> batch;
-  for (;;) {
-    auto n = co_await (*socket)->receive_batch(batch);
-    if (!n && n.error() == std::errc::operation_canceled) break;  // a stop signal
-    // Each datagram is read where it lies and its lease dropped: its buffer goes back to the
-    // loop once read (cheaper than moving the ReceivedDatagram out of the batch).
-    for (size_t i = 0; n && i < *n; ++i) {
-      feed.on_message(batch[i].data.bytes());
-      batch[i].data.reset();
-    }
+  auto receiving = (*socket)->on_datagram(
+      [&feed](const ucp::DatagramRef& datagram) { feed.on_message(datagram.data); },
+      [](std::error_code error) { LOG_WARN("receive: {}", error.message()); });
+  if (!receiving) {
+    LOG_ERROR("cannot receive: {}", receiving.error().message());
+    co_return;
   }
+  LOG_INFO("listening on {} (udp, multicast group {})", any.to_string(), membership.group.ip());
+  co_await report(loop, feed, config.get<ms>("feed.report_interval_ms"));  // until a stop signal
   co_await (*socket)->close();
 }
 

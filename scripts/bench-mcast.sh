@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Multicast receive, SIZE-byte datagrams to one IPv4 group over loopback: bin/ucp_mcast_recv
-# (a UdpSocket joined to the group, receive_batch() from the loop's receive buffers: io_uring
-# multishot recvmsg on BACKEND io_uring) against bin/epoll_mcast_recv (a plain epoll loop
+# (a UdpSocket joined to the group, each datagram handed to an on_datagram() handler from the
+# loop's receive buffers: io_uring multishot recvmsg on BACKEND io_uring; receiver `ucp`, or
+# `ucpbatch` for a coroutine's receive_batch() instead) against bin/epoll_mcast_recv (a plain epoll loop
 # joined to the same group, recvmmsg batches of 64) and bin/uring_bare_mcast_recv (the io_uring
 # ceiling: a bare multishot recvmsg into a provided-buffer ring, no abstraction; receiver
 # `bare`), one receiver at a time, pinned to SERVER_CPUS. SENDERS bin/mcast_send processes pinned to CLIENT_CPUS send sequence-numbered
@@ -26,7 +27,7 @@
 #   ROUNDS=1 DURATION=2 WARMUP=0.5 OUT=/tmp/mcast.md scripts/bench-mcast.sh
 #
 # Environment: ROUNDS [3], DURATION [5] s, WARMUP [1] s, SIZE [256] bytes, SENDERS [1],
-# RECEIVERS ["ucp bare mmsg"; `ucp:N` or `bare:N` gives that receiver N receive buffers of 4 KiB
+# RECEIVERS ["ucp bare mmsg", also ucpbatch; `ucp:N`, `ucpbatch:N` or `bare:N` gives that receiver N receive buffers of 4 KiB
 # instead of its default, 4,096 and 256], BACKEND [io_uring] for ucp, LOSS_FRACTION [0.5], RATE [from part 1]
 # for part 2, GROUP [239.255.77.1], SERVER_CPUS [0], CLIENT_CPUS [1], NICE [-10 as root, else
 # 0], UCP_BIN_DIR [bin], OUT [bench/results/<date>-mcast.md], the Markdown report. Needs
@@ -90,6 +91,10 @@ start_receiver() {
       (pinned "$SERVER_CPUS" "$ROOT/$BIN/ucp_mcast_recv" -g "$GROUP" -p "$PORT" -B "$BACKEND" "${buffers[@]}") \
         >"$WORK/$name.log" 2>&1 &
       ;;
+    ucpbatch)
+      (pinned "$SERVER_CPUS" "$ROOT/$BIN/ucp_mcast_recv" -g "$GROUP" -p "$PORT" -B "$BACKEND" -m batch "${buffers[@]}") \
+        >"$WORK/$name.log" 2>&1 &
+      ;;
     mmsg)
       (pinned "$SERVER_CPUS" "$ROOT/$BIN/epoll_mcast_recv" -g "$GROUP" -p "$PORT") \
         >"$WORK/$name.log" 2>&1 &
@@ -98,7 +103,7 @@ start_receiver() {
       (pinned "$SERVER_CPUS" "$ROOT/$BIN/uring_bare_mcast_recv" -g "$GROUP" -p "$PORT" "${buffers[@]}") \
         >"$WORK/$name.log" 2>&1 &
       ;;
-    *) die "unknown receiver $name (ucp, mmsg, bare)" ;;
+    *) die "unknown receiver $name (ucp, ucpbatch, mmsg, bare)" ;;
   esac
   SERVER_PID=$!
   for _ in $(seq 100); do
@@ -183,7 +188,8 @@ python3 - "$WORK/results" "$(getconf CLK_TCK)" "$OUT" <<PY
 import statistics, sys
 path, hz, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 rows = [line.split() for line in open(path)]
-names = {"ucp": "UCP (ucp_mcast_recv, $BACKEND)", "mmsg": "recvmmsg loop (epoll_mcast_recv)",
+names = {"ucp": "UCP (ucp_mcast_recv, on_datagram handler, $BACKEND)",
+         "ucpbatch": "UCP (ucp_mcast_recv -m batch, receive_batch, $BACKEND)", "mmsg": "recvmmsg loop (epoll_mcast_recv)",
          "bare": "bare io_uring receiver (uring_bare_mcast_recv)"}
 lines = []
 w = lines.append
@@ -226,6 +232,7 @@ def paired_median(a, b):
     return statistics.median(ratios) if ratios else None
 for a, b, what, why in (
         ("ucp", "mmsg", "UCP / recvmmsg loop", "median of per-round ratios; the goal is >= 1.0x"),
+        ("ucpbatch", "mmsg", "UCP receive_batch / recvmmsg loop", "median of per-round ratios"),
         ("bare", "mmsg", "the io_uring ceiling / recvmmsg loop", "median of per-round ratios"),
         ("ucp", "bare", "UCP / the io_uring ceiling", "UCP's share of what a bare io_uring receiver does")):
     ratio = paired_median(a, b)

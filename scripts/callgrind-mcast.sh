@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # User-space instructions per datagram of UCP's multicast receive, deterministically: callgrind
 # cannot run io_uring, so bin/ucp_mcast_recv runs on the epoll backend (recvmmsg into the loop's
-# receive buffers; the UdpSocket / BufferLease / ReceivedDatagram path is the one io_uring
-# uses) under valgrind --tool=callgrind, collecting inside EventLoop::run() only, while
+# receive buffers; above the backend, the path is the one io_uring uses; MODE handler is
+# on_datagram(), MODE batch receive_batch()) under valgrind --tool=callgrind, collecting inside EventLoop::run() only, while
 # bin/mcast_send (pinned to CPU 1) sends RATE datagrams a second of 256 bytes for DURATION s to
 # 239.255.77.1 over loopback. Prints the instructions (Ir) collected, the datagrams received and
 # Ir per datagram, then callgrind_annotate's top functions. Valgrind is slow: the receiver
@@ -12,14 +12,15 @@
 #   scripts/callgrind-mcast.sh                     # RATE 50000, DURATION 3
 #   UCP_BIN_DIR=/tmp/old-bin scripts/callgrind-mcast.sh
 #
-# Environment: RATE [50000], DURATION [3] (whole seconds), UCP_BIN_DIR [bin], OUT [a temporary
-# directory, kept: callgrind.out there].
+# Environment: RATE [50000], DURATION [3] (whole seconds), MODE [handler] or batch,
+# UCP_BIN_DIR [bin], OUT [a temporary directory, kept: callgrind.out there].
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BIN=${UCP_BIN_DIR:-bin}
 RATE=${RATE:-50000}
 DURATION=${DURATION:-3}
+MODE=${MODE:-handler}
 OUT=${OUT:-$(mktemp -d)}
 for tool in ucp_mcast_recv mcast_send; do
   [ -x "$BIN/$tool" ] || { echo "callgrind-mcast: $BIN/$tool not found (cmake -DUCP_BENCH=ON)" >&2; exit 1; }
@@ -29,7 +30,7 @@ command -v valgrind >/dev/null || { echo "callgrind-mcast: valgrind not found" >
 PORT=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0",0)); print(s.getsockname()[1])')
 taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" \
   --collect-atstart=no --toggle-collect='ucp::EventLoop::run()' \
-  "$BIN/ucp_mcast_recv" -g 239.255.77.1 -p "$PORT" -B epoll -d "$((DURATION + 5))" \
+  "$BIN/ucp_mcast_recv" -g 239.255.77.1 -p "$PORT" -B epoll -m "$MODE" -d "$((DURATION + 5))" \
   >"$OUT/recv.log" 2>"$OUT/valgrind.log" &
 RECEIVER=$!
 trap 'kill -TERM "$RECEIVER" 2>/dev/null || true' EXIT

@@ -1,12 +1,15 @@
 // ucp_mcast_recv: UCP's multicast receive path for scripts/bench-mcast.sh, on the public API:
 // one EventLoop, one UdpSocket bound to the wildcard address on the group's port and joined to
-// the group, receive_batch() of up to 64 datagrams lent from the loop's receive buffers (the
-// multishot receive: io_uring multishot recvmsg into the buffer ring; epoll recvmmsg), each
-// lease dropped once its datagram is checked. What examples/market_data.cpp does, without its
-// log line per gap.
+// the group, receiving from the loop's receive buffers (the multishot receive: io_uring
+// multishot recvmsg into the buffer ring; epoll recvmmsg) in one of two ways (-m):
+//   handler (the default): on_datagram(), each datagram checked in a handler called from its
+//     completion, its buffer back to the loop when the handler returns. What
+//     examples/market_data.cpp does, without its log line per gap.
+//   batch: a coroutine's receive_batch() of up to 64 datagrams lent, each lease dropped once its
+//     datagram is checked.
 //
-//   ucp_mcast_recv -g GROUP -p PORT [-i INTERFACE] [-B io_uring|epoll] [-n BUFFERS]
-//                  [-r RCVBUF] [-d SECONDS]
+//   ucp_mcast_recv -g GROUP -p PORT [-i INTERFACE] [-B io_uring|epoll] [-m handler|batch]
+//                  [-n BUFFERS] [-r RCVBUF] [-d SECONDS]
 //
 // Each datagram starts with a 64-bit big-endian sequence number (bin/mcast_send), whose top 8
 // bits name the sender's stream: within a stream a jump forward is a gap of that many missing,
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
   std::string interface = "127.0.0.1";
   uint16_t port = 0;
   std::string_view backend = "io_uring";
+  std::string_view mode = "handler";
   uint32_t buffers = 4096;
   uint32_t receive_buffer = 4 << 20;
   double seconds = 0;
@@ -104,14 +108,16 @@ int main(int argc, char** argv) {
     if (flag == "-p") port = static_cast<uint16_t>(std::atoi(argv[i + 1]));
     if (flag == "-i") interface = argv[i + 1];
     if (flag == "-B") backend = argv[i + 1];
+    if (flag == "-m") mode = argv[i + 1];
     if (flag == "-n") buffers = static_cast<uint32_t>(std::atoi(argv[i + 1]));
     if (flag == "-r") receive_buffer = static_cast<uint32_t>(std::atoi(argv[i + 1]));
     if (flag == "-d") seconds = std::atof(argv[i + 1]);
   }
-  if (group == nullptr || port == 0 || (backend != "io_uring" && backend != "epoll")) {
+  if (group == nullptr || port == 0 || (backend != "io_uring" && backend != "epoll") ||
+      (mode != "handler" && mode != "batch")) {
     std::fprintf(stderr,
-                 "usage: %s -g GROUP -p PORT [-i INTERFACE] [-B io_uring|epoll] [-n BUFFERS] "
-                 "[-r RCVBUF] [-d SECONDS]\n",
+                 "usage: %s -g GROUP -p PORT [-i INTERFACE] [-B io_uring|epoll] "
+                 "[-m handler|batch] [-n BUFFERS] [-r RCVBUF] [-d SECONDS]\n",
                  argv[0]);
     return 2;
   }
@@ -150,15 +156,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ucp_mcast_recv: join: %s\n", joined.error().message().c_str());
     return 1;
   }
-  std::printf("joined %s:%u (%s, multishot %s)\n", group, port, loop.backend_name(),
-              (*socket)->multishot() ? "on" : "off");
+  Feed feed;
+  if (mode == "handler") {
+    auto set =
+        (*socket)->on_datagram([&feed](const ucp::DatagramRef& d) { feed.on_datagram(d.data); });
+    if (!set) {
+      std::fprintf(stderr, "ucp_mcast_recv: on_datagram: %s\n", set.error().message().c_str());
+      return 1;
+    }
+  }
+  std::printf("joined %s:%u (%s, multishot %s, %s)\n", group, port, loop.backend_name(),
+              (*socket)->multishot() ? "on" : "off", mode == "handler" ? "handler" : "batch");
   std::fflush(stdout);
 
-  Feed feed;
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(seconds > 0 ? seconds : 1e9));
-  loop.spawn(receive(**socket, feed));
+  if (mode == "batch") loop.spawn(receive(**socket, feed));
   loop.spawn(watch(loop, end));
   loop.run();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();

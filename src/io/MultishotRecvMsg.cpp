@@ -63,8 +63,76 @@ int32_t MultishotRecvMsg::take_error() noexcept { return std::exchange(error_, 0
 
 bool MultishotRecvMsg::take(int32_t res, uint32_t completion) {
   if (!(completion & kCompletionBuffer)) return false;
+  if (handler_) {
+    deliver(buffer_id_of(completion), static_cast<uint32_t>(res));
+    return false;  // nothing queued
+  }
   push({buffer_id_of(completion), static_cast<uint32_t>(res)});
   return true;
+}
+
+bool MultishotRecvMsg::deliver_to(Handler handler, ErrorHandler on_error) noexcept {
+  assert(!has_waiter());
+  handler_ = std::move(handler);
+  on_error_ = std::move(on_error);
+  // What a reader left queued goes first, in order of arrival.
+  ReceivedDatagram datagram;
+  while (has_data()) {
+    pop_into(datagram);
+    if (!stopped_) {
+      handler_({datagram.data.bytes(), reinterpret_cast<const sockaddr*>(&datagram.source),
+                datagram.source_length, datagram.truncated});
+    }
+    datagram.data.reset();
+  }
+  if (error_ != 0) tell_error();
+  // Armed or pausing: the receive runs on, or ends and idle() starts it again.
+  if (state_ != State::kIdle || stopped_) return true;
+  if (!start()) {
+    handler_ = {};
+    on_error_ = {};
+    return false;
+  }
+  return true;
+}
+
+void MultishotRecvMsg::deliver(uint16_t buffer_id, uint32_t used) noexcept {
+  std::byte* buffer = buffers_->buffer(buffer_id);
+  if (!stopped_) {
+    // A view that does not parse cannot happen with a kernel that keeps its layout; it is
+    // dropped, never read past its data.
+    if (const auto view = parse_datagram(buffer, used, kDatagramNameBytes)) {
+      if (view->truncated) ++truncated_;
+      handler_({view->payload, view->source, view->source_length, view->truncated});
+    }
+  }
+  buffers_->recycle_unheld(buffer_id);  // the handler may have stopped us: buffers_ still live
+}
+
+void MultishotRecvMsg::deliver_fallback() noexcept {
+  ReceivedDatagram& d = fallback_datagram_;
+  if (!stopped_) {
+    if (d.truncated) ++truncated_;
+    handler_({d.data.bytes(), reinterpret_cast<const sockaddr*>(&d.source), d.source_length,
+              d.truncated});
+  }
+  d.data.reset();
+  d.truncated = false;
+  d.source_length = 0;
+}
+
+void MultishotRecvMsg::tell_error() noexcept {
+  const int32_t error = std::exchange(error_, 0);
+  if (on_error_) on_error_(error_from_errno(-error));
+}
+
+// The handler's receive never rests while it is not stopped: an error it ended with is told,
+// and it starts again (after a dry pool: the fallback's one receive, then multishot again).
+void MultishotRecvMsg::idle() noexcept {
+  if (!handler_ || stopped_) return;
+  if (error_ != 0) tell_error();
+  if (stopped_ || state_ != State::kIdle) return;  // the error handler stopped or restarted us
+  if (!start()) tell_error();                      // cannot receive any more: said once
 }
 
 bool MultishotRecvMsg::start_fallback() noexcept {
@@ -102,8 +170,12 @@ std::coroutine_handle<> MultishotRecvMsg::on_fallback(int32_t res, uint32_t) noe
     d.data.set_size(static_cast<size_t>(res));
     d.source_length = fallback_message_.msg_namelen;
     d.truncated = (fallback_message_.msg_flags & MSG_TRUNC) != 0;
-    push({kPoolEntry, static_cast<uint32_t>(res)});
-    ++queued_;
+    if (handler_) {
+      deliver_fallback();
+    } else {
+      push({kPoolEntry, static_cast<uint32_t>(res)});
+      ++queued_;
+    }
   } else {
     fallback_datagram_.data.reset();
     if (!(res == -ECANCELED && stopped_)) error_ = res;

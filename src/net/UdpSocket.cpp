@@ -202,9 +202,35 @@ uint64_t UdpSocket::truncated() const noexcept {
   return truncated_ + (stream_ ? stream_->truncated() : 0);
 }
 
+Result<void> UdpSocket::deliver_to(DatagramHandler handler, ReceiveErrorHandler on_error) {
+  if (closed_ || !fd_) return Unexpected{std::errc::operation_canceled};
+  if (!handler) return Unexpected{std::errc::invalid_argument};
+  if (!stream_) return Unexpected{std::errc::operation_not_supported};
+  if (stream_->delivering() || stream_->has_waiter() || pending_receive_ != nullptr) {
+    return Unexpected{std::errc::device_or_resource_busy};
+  }
+  if (metrics_ != nullptr) {
+    on_error = [metrics = metrics_, shard = metrics_shard_,
+                inner = std::move(on_error)](std::error_code error) mutable {
+      if (error != std::errc::operation_canceled) metrics->receive_failed(shard);
+      if (inner) inner(error);
+    };
+  }
+  if (!stream_->deliver_to(std::move(handler), std::move(on_error))) {
+    return Unexpected{error_from_errno(-stream_->take_error())};
+  }
+  return {};
+}
+
+void UdpSocket::count_datagram(UdpMetrics& metrics, size_t shard,
+                               const DatagramRef& datagram) noexcept {
+  metrics.received(shard, 1, datagram.data.size(), datagram.truncated ? 1 : 0);
+}
+
 Task<Result<size_t>> UdpSocket::receive_batch(std::span<ReceivedDatagram> out) {
   if (out.empty()) co_return Unexpected{std::errc::invalid_argument};
   if (closed_) co_return Unexpected{std::errc::operation_canceled};
+  if (stream_ && stream_->delivering()) co_return Unexpected{std::errc::device_or_resource_busy};
   if (!stream_) {
     auto n = co_await receive_one(out[0]);
     if (!n) co_return Unexpected{n.error()};
@@ -252,6 +278,7 @@ Task<Result<size_t>> UdpSocket::receive_one(ReceivedDatagram& out) {
 
 Task<Result<ReceivedFrom>> UdpSocket::recv_from(std::span<std::byte> buffer) {
   if (closed_) co_return Unexpected{std::errc::operation_canceled};
+  if (stream_ && stream_->delivering()) co_return Unexpected{std::errc::device_or_resource_busy};
   if (!stream_) co_return co_await receive_into(buffer);
   ReceivedDatagram datagram;
   auto n = co_await receive_batch(std::span(&datagram, 1));

@@ -1,11 +1,14 @@
 #pragma once
-// Datagram: what a UDP receive hands out (UdpSocket::receive_batch), and the size limits of
-// UDP itself. How a datagram lies in a loop receive buffer underneath is the loop's business
+// Datagram: what a UDP receive hands out (UdpSocket::receive_batch lends a ReceivedDatagram;
+// a UdpSocket::on_datagram handler is shown a DatagramRef), and the size limits of UDP itself. How
+// a datagram lies in a loop receive buffer underneath is the loop's business
 // (io/detail/DatagramLayout.h).
 //
 // Thread contract: none (plain data); a ReceivedDatagram's lease follows BufferLease's rules.
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include <sys/socket.h>
 
@@ -18,6 +21,16 @@ namespace ucp {
 struct ReceivedDatagram {
   BufferLease data;
   sockaddr_storage source{};
+  socklen_t source_length = 0;
+  bool truncated = false;  // longer than the buffer could hold: its end was lost
+};
+
+/// One received datagram as a handler sees it, during the call only: its bytes lie in the
+/// loop's receive buffer, which goes back to the loop when the handler returns (copy what must
+/// outlive the call).
+struct DatagramRef {
+  std::span<const std::byte> data;
+  const sockaddr* source = nullptr;  // null when the sender had no address
   socklen_t source_length = 0;
   bool truncated = false;  // longer than the buffer could hold: its end was lost
 };

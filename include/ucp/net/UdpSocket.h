@@ -20,6 +20,18 @@
 // (recv_from). multishot() says which. A datagram longer than the room is cut and flagged
 // `truncated` (MSG_TRUNC), never mistaken for a whole one.
 //
+// The cheapest receive is no receive call at all: on_datagram(handler) hands each datagram to
+// `handler` from its completion, in the loop's completion pass (no batch, no coroutine resumed,
+// no lease; its buffer goes back to the loop as soon as the handler returns):
+//
+//   socket->on_datagram([&book](const ucp::DatagramRef& d) { book.apply(d.data); });
+//
+// The handler runs on the loop's thread, must not block or throw, and may close or destroy the
+// socket (what is still in flight is then dropped unseen). It takes the socket's receives over
+// for good: receive_batch() and recv_from() are refused from then on. It needs the multishot
+// receive (multishot(): loop buffers that hold max_datagram_bytes + 48); errors go to the error
+// handler, and the receive goes on after them.
+//
 // Sending: send_batch() puts every datagram in flight at once (io_uring: one sendmsg SQE each,
 // one submission; epoll: one sendmmsg); send_to() sends one. Neither raises SIGPIPE. Datagrams
 // to one destination of one size, back to back in a batch (an echo answering a client's burst),
@@ -52,9 +64,13 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
 
 #include "ucp/base/Result.h"
 #include "ucp/base/UniqueFd.h"
+#include "ucp/base/UniqueFunction.h"
 #include "ucp/coro/Task.h"
 #include "ucp/io/Datagram.h"
 #include "ucp/io/EventLoop.h"
@@ -143,6 +159,28 @@ class UdpSocket {
   /// The TTL (IPv4) or hop limit (IPv6) of datagrams to a group, 0..255.
   Result<void> set_multicast_hops(int hops);
 
+  using DatagramHandler = UniqueFunction<void(const DatagramRef&)>;
+  using ReceiveErrorHandler = UniqueFunction<void(std::error_code)>;
+
+  /// From now on hands every datagram to `handler` as it arrives (see the file comment);
+  /// datagrams already received go to it first, before this returns. `on_error` hears each
+  /// receive error (a connected socket's connection_refused); the receive goes on after it.
+  /// Errors: operation_not_supported without the multishot receive; device_or_resource_busy
+  /// while a receive waits or a handler is set already; operation_canceled once closed.
+  template <class F>
+  requires std::is_invocable_v<F&, const DatagramRef&> Result<void> on_datagram(
+      F handler, ReceiveErrorHandler on_error = {}) {
+    if (metrics_ == nullptr) return deliver_to(std::move(handler), std::move(on_error));
+    // Counted here, inside the one handler the stream calls: no second indirect call.
+    return deliver_to(
+        [metrics = metrics_, shard = metrics_shard_,
+         inner = std::move(handler)](const DatagramRef& datagram) mutable {
+          count_datagram(*metrics, shard, datagram);
+          inner(datagram);
+        },
+        std::move(on_error));
+  }
+
   /// Waits for one datagram and copies it into `buffer`.
   Task<Result<ReceivedFrom>> recv_from(std::span<std::byte> buffer);
   /// Waits for at least one datagram, then fills `out` with as many as have arrived (lent:
@@ -184,6 +222,8 @@ class UdpSocket {
   static Result<std::unique_ptr<UdpSocket>> create(EventLoop& loop, int family,
                                                    const InetAddress* local,
                                                    const UdpOptions& options);
+  Result<void> deliver_to(DatagramHandler handler, ReceiveErrorHandler on_error);
+  static void count_datagram(UdpMetrics& metrics, size_t shard, const DatagramRef& d) noexcept;
   Task<Result<size_t>> receive_one(ReceivedDatagram& out);
   Task<Result<ReceivedFrom>> receive_into(std::span<std::byte> buffer);
   // Counting into metrics_ (only when it is set).

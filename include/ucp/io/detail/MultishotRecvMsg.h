@@ -14,6 +14,12 @@
 // Errors are per datagram, not the end of the stream: a connected socket reports an ICMP error
 // (ECONNREFUSED) once, take_error() hands it over, and the next wait() receives again.
 //
+// Or no reader at all: after deliver_to(), each datagram goes to a handler straight from its
+// completion (no queue entry, no reader resumed, its buffer back to the loop as soon as the
+// handler returns), errors to an error handler, and the receive starts itself again whenever
+// it ends (an error, a dry pool) until stop(). The handler may stop() the receive: what is still
+// in flight is then given back unseen.
+//
 // The owner must not destroy it while busy(); stop() ends it.
 //
 // Thread contract: the owning loop's thread only.
@@ -21,9 +27,11 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <system_error>
 
 #include <sys/socket.h>
 
+#include "ucp/base/UniqueFunction.h"
 #include "ucp/io/BufferLease.h"
 #include "ucp/io/Datagram.h"
 #include "ucp/io/detail/DatagramLayout.h"
@@ -55,6 +63,8 @@ class MultishotRecvMsg : public MultishotReceive<MultishotRecvMsg, DatagramEntry
                          private FallbackRecvMsg {
  public:
   static constexpr size_t kMaxQueued = 128;
+  using Handler = UniqueFunction<void(const DatagramRef&)>;
+  using ErrorHandler = UniqueFunction<void(std::error_code)>;
 
   MultishotRecvMsg(EventLoop& loop, int socket) noexcept;
   /// Gives back every buffer still queued. Requires !busy().
@@ -67,6 +77,14 @@ class MultishotRecvMsg : public MultishotReceive<MultishotRecvMsg, DatagramEntry
   /// Ends the receive for good; queued datagrams stay readable, a reader waiting resumes (with
   /// error() -ECANCELED). Its last completion still arrives.
   void stop() noexcept;
+
+  /// From now on every datagram goes to `handler` from its completion (see the file comment);
+  /// those already queued go to it first, before this returns. `on_error` (may be empty) hears
+  /// each error the receive ends with. Requires no reader waiting. False when the receive
+  /// cannot start (error() says why): nothing is delivered then.
+  bool deliver_to(Handler handler, ErrorHandler on_error) noexcept;
+  /// deliver_to() has taken the datagrams over.
+  bool delivering() const noexcept { return static_cast<bool>(handler_); }
 
   size_t queued() const noexcept { return queued_; }
   /// Returns error() and clears it: the next wait() receives again.
@@ -101,15 +119,21 @@ class MultishotRecvMsg : public MultishotReceive<MultishotRecvMsg, DatagramEntry
   bool start_fallback() noexcept;
   Operation& fallback_op() noexcept { return static_cast<FallbackRecvMsg&>(*this); }
   void ran_dry() noexcept { ++dry_runs_; }
-  void idle() noexcept {}
+  void idle() noexcept;
 
   void recycle(const DatagramEntry& entry) noexcept;
   std::coroutine_handle<> on_fallback(int32_t res, uint32_t completion) noexcept;
+  // deliver_to()'s paths: a loop buffer's datagram, the fallback's, an error.
+  void deliver(uint16_t buffer_id, uint32_t used) noexcept;
+  void deliver_fallback() noexcept;
+  void tell_error() noexcept;
 
   msghdr shape_{};  // the multishot receive's name and control capacities
   msghdr fallback_message_{};
   iovec fallback_vector_{};
   ReceivedDatagram fallback_datagram_;
+  Handler handler_;
+  ErrorHandler on_error_;
   uint64_t truncated_ = 0;
   uint64_t dry_runs_ = 0;
 };
