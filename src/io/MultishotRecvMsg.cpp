@@ -75,7 +75,15 @@ bool MultishotRecvMsg::deliver_to(Handler handler, ErrorHandler on_error) noexce
   assert(!has_waiter());
   handler_ = std::move(handler);
   on_error_ = std::move(on_error);
-  // What a reader left queued goes first, in order of arrival.
+  // Started before the queue is handed over, so that the receive is busy() while the handler
+  // runs: one that destroys its socket then leaves this object to the socket's reaper. (Armed
+  // or pausing already: it runs on, or ends and idle() starts it again.)
+  if (state_ == State::kIdle && !stopped_ && !start()) {
+    handler_ = {};
+    on_error_ = {};
+    return false;
+  }
+  // What a reader left queued goes first, in order of arrival: nothing newer has been taken in.
   ReceivedDatagram datagram;
   while (has_data()) {
     pop_into(datagram);
@@ -85,14 +93,7 @@ bool MultishotRecvMsg::deliver_to(Handler handler, ErrorHandler on_error) noexce
     }
     datagram.data.reset();
   }
-  if (error_ != 0) tell_error();
-  // Armed or pausing: the receive runs on, or ends and idle() starts it again.
-  if (state_ != State::kIdle || stopped_) return true;
-  if (!start()) {
-    handler_ = {};
-    on_error_ = {};
-    return false;
-  }
+  if (error_ != 0 && !stopped_) tell_error();
   return true;
 }
 
