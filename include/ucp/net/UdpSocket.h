@@ -168,8 +168,8 @@ class UdpSocket {
   /// Errors: operation_not_supported without the multishot receive; device_or_resource_busy
   /// while a receive waits or a handler is set already; operation_canceled once closed.
   template <class F>
-  requires std::is_invocable_v<F&, const DatagramRef&> Result<void> on_datagram(
-      F handler, ReceiveErrorHandler on_error = {}) {
+    requires std::is_invocable_v<F&, const DatagramRef&>
+  Result<void> on_datagram(F handler, ReceiveErrorHandler on_error = {}) {
     if (metrics_ == nullptr) return deliver_to(std::move(handler), std::move(on_error));
     // Counted here, inside the one handler the stream calls: no second indirect call.
     return deliver_to(
