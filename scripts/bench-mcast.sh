@@ -15,7 +15,10 @@
 # receiver / recvmmsg loop (what io_uring itself gives) and UCP / the bare io_uring receiver.
 # Part 2, loss: the senders paced together at LOSS_FRACTION (0.5) of the recvmmsg loop's
 # part-1 figure (or at RATE datagrams/s); the datagrams each receiver missed (the goal: 0) and
-# the rate the senders reached. Each run starts with WARMUP seconds of warm-up traffic that the
+# the rate the senders reached, and the datagrams per receiver-CPU-second at that one rate. A
+# receiver takes more datagrams per wake-up the faster they come, so part 1's figure follows
+# the rate the sender reached in each run; part 2 at a rate every run reaches (RATE) compares
+# the receivers' CPU per datagram under the same arrivals. FLAT=0 skips part 1 (RATE needed). Each run starts with WARMUP seconds of warm-up traffic that the
 # receivers count apart.
 #
 # Over loopback the kernel's receive path up to the socket queue (IP, UDP, the copy into the
@@ -48,6 +51,9 @@ RECEIVERS=${RECEIVERS:-ucp bare mmsg}
 BACKEND=${BACKEND:-io_uring}
 LOSS_FRACTION=${LOSS_FRACTION:-0.5}
 RATE=${RATE:-}
+RATE_GIVEN=$RATE
+FLAT=${FLAT:-1}
+FLAT_GIVEN=${FLAT/#1/}
 GROUP=${GROUP:-239.255.77.1}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
@@ -162,10 +168,15 @@ run_one() {
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "bench-mcast: $ROUNDS round(s) x ${DURATION}s per part, ${SIZE} B to $GROUP, $SENDERS sender(s); receivers: $RECEIVERS (ucp on $BACKEND); receiver CPU $SERVER_CPUS, sender CPU $CLIENT_CPUS"
-echo "part 1: flat out"
-for round in $(seq "$ROUNDS"); do
-  for name in $RECEIVERS; do run_one flat "$name" "$round" 0; done
-done
+if [ "$FLAT" != 0 ]; then
+  echo "part 1: flat out"
+  for round in $(seq "$ROUNDS"); do
+    for name in $RECEIVERS; do run_one flat "$name" "$round" 0; done
+  done
+else
+  [ -n "$RATE" ] || die "FLAT=0 needs RATE"
+  : >"$WORK/results"
+fi
 
 if [ -z "$RATE" ]; then
   RATE=$(python3 - "$WORK/results" "$(getconf CLK_TCK)" "$LOSS_FRACTION" <<'PY'
@@ -197,7 +208,7 @@ w("# Multicast receive: UCP against a plain recvmmsg loop")
 w("")
 w("\`\`\`")
 w("ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP SIZE=$SIZE SENDERS=$SENDERS RECEIVERS=\"$RECEIVERS\" BACKEND=$BACKEND \\\\")
-w("  SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS LOSS_FRACTION=$LOSS_FRACTION scripts/bench-mcast.sh")
+w("  SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS LOSS_FRACTION=$LOSS_FRACTION${RATE_GIVEN:+ RATE=$RATE_GIVEN}${FLAT_GIVEN:+ FLAT=$FLAT_GIVEN} scripts/bench-mcast.sh")
 w("\`\`\`")
 w("")
 w("$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), "
@@ -223,19 +234,19 @@ w("")
 summary = []
 for name, rounds in per_cpu.items():
     summary.append(f"- {names.get(name, name)}: **{statistics.median(rounds.values()):,.0f}** datagrams per CPU-second (median)")
-def paired_median(a, b):
-    """The median of the per-round ratios a / b, or None when no round has both."""
-    if a not in per_cpu or b not in per_cpu:
+def paired_median(a, b, table):
+    """The median of the per-round ratios a / b in table, or None when no round has both."""
+    if a not in table or b not in table:
         return None
-    ratios = [per_cpu[a][r] / per_cpu[b][r] for r in per_cpu[a]
-              if r in per_cpu[b] and per_cpu[b][r] > 0]
+    ratios = [table[a][r] / table[b][r] for r in table[a]
+              if r in table[b] and table[b][r] > 0]
     return statistics.median(ratios) if ratios else None
 for a, b, what, why in (
         ("ucp", "mmsg", "UCP / recvmmsg loop", "median of per-round ratios; the goal is >= 1.0x"),
         ("ucpbatch", "mmsg", "UCP receive_batch / recvmmsg loop", "median of per-round ratios"),
         ("bare", "mmsg", "the io_uring ceiling / recvmmsg loop", "median of per-round ratios"),
         ("ucp", "bare", "UCP / the io_uring ceiling", "UCP's share of what a bare io_uring receiver does")):
-    ratio = paired_median(a, b)
+    ratio = paired_median(a, b, per_cpu)
     if ratio is not None:
         summary.append(f"- {what}: **{ratio:.2f}x** ({why})")
 lines += summary
@@ -247,16 +258,30 @@ w("Per wake-up: datagrams (warm-up included) per time the receiver came back fro
 w("")
 w("## Part 2: loss at $RATE datagrams/s ($LOSS_FRACTION of the recvmmsg loop's figure unless RATE was given)")
 w("")
-w("| receiver | round | sent | sent/s | received | missing (gaps) | sent - received | refused by the sender's kernel |")
-w("|---|---|---:|---:|---:|---:|---:|---:|")
+w("| receiver | round | sent | sent/s | received | missing (gaps) | sent - received | refused by the sender's kernel | receiver CPU s | per CPU-second |")
+w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 lost, reached = {}, []
+paced = {}
 for part, name, rnd, rate, received, gaps, missing, late, sent, refused, send_rate, ticks, warmup, wakeups in rows:
     if part != "loss":
         continue
     lost[name] = lost.get(name, 0) + max(int(missing), int(sent) - int(received))
     reached.append(float(send_rate) / float(rate))
-    w(f"| {name} | {rnd} | {int(sent):,} | {float(send_rate):,.0f} | {int(received):,} | {int(missing):,} ({gaps}) | {int(sent) - int(received):,} | {refused} |")
+    cpu = float(ticks) / hz
+    value = float(received) / cpu if cpu > 0 else 0.0
+    paced.setdefault(name, {})[rnd] = value
+    w(f"| {name} | {rnd} | {int(sent):,} | {float(send_rate):,.0f} | {int(received):,} | {int(missing):,} ({gaps}) | {int(sent) - int(received):,} | {refused} | {cpu:.2f} | {value:,.0f} |")
 w("")
+paced_summary = []
+for name, rounds in paced.items():
+    paced_summary.append(f"- At the paced rate, {names.get(name, name)}: **{statistics.median(rounds.values()):,.0f}** datagrams per CPU-second (median)")
+for a, b, what in (("ucp", "mmsg", "UCP / recvmmsg loop"), ("ucpbatch", "mmsg", "UCP receive_batch / recvmmsg loop"),
+                   ("bare", "mmsg", "the io_uring ceiling / recvmmsg loop"), ("ucp", "bare", "UCP / the io_uring ceiling")):
+    ratio = paired_median(a, b, paced)
+    if ratio is not None:
+        paced_summary.append(f"- At the paced rate, {what}: **{ratio:.2f}x** (median of per-round ratios)")
+lines += paced_summary
+summary += paced_summary
 for name, count in lost.items():
     w(f"- {names.get(name, name)}: {'**0 lost**' if count == 0 else f'**{count:,} lost**'} over the rounds")
 if reached and min(reached) < 0.95:
