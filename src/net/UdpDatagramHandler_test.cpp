@@ -17,6 +17,7 @@
 #include "ucp/net/UdpSocket.h"
 
 #include "Backends.h"
+#include "LoopRunner.h"
 
 namespace ucp {
 namespace {
@@ -36,20 +37,7 @@ class UdpDatagramHandler : public ::testing::TestWithParam<BackendKind> {
     ASSERT_TRUE(loop) << loop.error().message();
     loop_ = std::move(*loop);
   }
-  void run(Task<> body) {
-    bool finished = false;
-    loop_->spawn([](EventLoop& l, Task<> inner, bool& done) -> Task<> {
-      co_await std::move(inner);
-      done = true;
-      l.stop();
-    }(*loop_, std::move(body), finished));
-    loop_->spawn([](EventLoop& l) -> Task<> {
-      co_await io::sleep_for(l, 20s);
-      l.stop();
-    }(*loop_));
-    loop_->run();
-    EXPECT_TRUE(finished) << "the test body did not finish";
-  }
+  void run(Task<> body) { test::run_to_end(*loop_, std::move(body)); }
   std::unique_ptr<EventLoop> loop_;
 };
 
@@ -100,7 +88,7 @@ Task<> wait_until(EventLoop& l, const bool& condition) {
 // receive runs them dry (a pool block, then multishot again) and still hands every datagram
 // over once, in order, from the sender, and counts them into the socket's metrics.
 TEST_P(UdpDatagramHandler, HandsEveryDatagramOverInOrderThroughADryPool) {
-  make_loop(8);
+  ASSERT_NO_FATAL_FAILURE(make_loop(8));
   constexpr uint32_t kCount = 400;
   struct Outcome {
     std::vector<uint32_t> numbers;
@@ -151,7 +139,7 @@ TEST_P(UdpDatagramHandler, HandsEveryDatagramOverInOrderThroughADryPool) {
 
 // A datagram longer than the buffer's room arrives cut, flagged, and counted.
 TEST_P(UdpDatagramHandler, ALongerDatagramArrivesCutAndFlagged) {
-  make_loop(16);
+  ASSERT_NO_FATAL_FAILURE(make_loop(16));
   struct Outcome {
     std::vector<std::pair<size_t, bool>> got;
     uint64_t truncated = 0;
@@ -184,7 +172,7 @@ TEST_P(UdpDatagramHandler, ALongerDatagramArrivesCutAndFlagged) {
 // The handler closes its socket at the third datagram: it hears no more (the rest, in flight
 // or queued in the kernel, are given back unseen), close() completes, nothing stays in flight.
 TEST_P(UdpDatagramHandler, TheHandlerMayCloseItsSocket) {
-  make_loop(64);
+  ASSERT_NO_FATAL_FAILURE(make_loop(64));
   struct Outcome {
     int heard = 0;
     bool closed = false;
@@ -217,7 +205,7 @@ TEST_P(UdpDatagramHandler, TheHandlerMayCloseItsSocket) {
 // The handler destroys its socket at the first datagram: the socket's receive lives on until
 // its last completion, hands nothing more over, and leaves nothing in flight or leaked.
 TEST_P(UdpDatagramHandler, TheHandlerMayDestroyItsSocket) {
-  make_loop(64);
+  ASSERT_NO_FATAL_FAILURE(make_loop(64));
   struct Outcome {
     int heard = 0;
     std::unique_ptr<UdpSocket> receiver;
@@ -247,7 +235,7 @@ TEST_P(UdpDatagramHandler, TheHandlerMayDestroyItsSocket) {
 // A connected socket's refusal (ICMP port unreachable) goes to the error handler once, counted
 // as a receive error; the receive goes on and the next datagram reaches the handler.
 TEST_P(UdpDatagramHandler, AnErrorIsToldAndTheReceiveGoesOn) {
-  make_loop(16);
+  ASSERT_NO_FATAL_FAILURE(make_loop(16));
   struct Outcome {
     std::vector<std::error_code> errors;
     std::vector<uint32_t> heard;
@@ -287,7 +275,7 @@ TEST_P(UdpDatagramHandler, AnErrorIsToldAndTheReceiveGoesOn) {
 
 // Datagrams a reader left queued go to the handler first, then the rest, in order.
 TEST_P(UdpDatagramHandler, WhatAReaderLeftQueuedComesFirst) {
-  make_loop(64);
+  ASSERT_NO_FATAL_FAILURE(make_loop(64));
   struct Outcome {
     std::vector<uint32_t> numbers;
     bool all = false;
@@ -319,7 +307,7 @@ TEST_P(UdpDatagramHandler, WhatAReaderLeftQueuedComesFirst) {
 
 // What it refuses, each with its own error, and nothing changed by a refusal.
 TEST_P(UdpDatagramHandler, RefusesWhatItCannotServe) {
-  make_loop(16);
+  ASSERT_NO_FATAL_FAILURE(make_loop(16));
   struct Outcome {
     std::error_code twice, batch_after, recv_from_after, while_waiting, no_multishot, closed;
     bool waiter_done = false;
