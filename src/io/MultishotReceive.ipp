@@ -73,7 +73,6 @@ std::coroutine_handle<> MultishotReceive<Derived, Entry>::on_receive(int32_t res
     }
   } else if (res == -ENOBUFS) {
     pool_dry_ = true;  // the loop's buffers ran out; not an error of this socket
-    buffers_->ran_dry();
     self().ran_dry();
   } else if (res == -ECANCELED && (state_ == State::kPausing || stopped_)) {
     // Our own pause or stop: not news for the reader.

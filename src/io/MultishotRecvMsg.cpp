@@ -59,6 +59,14 @@ void MultishotRecvMsg::recycle(const DatagramEntry& entry) noexcept {
   }
 }
 
+// A handler gives each buffer back within its completion, so buffers it holds never pile up
+// and the loop's usual growth (ReceiveBuffers::note_taken) never sees a need: a dry pool is
+// the sign that a burst needs more of them at once.
+void MultishotRecvMsg::ran_dry() noexcept {
+  ++dry_runs_;
+  if (handler_) buffers_->ran_dry();
+}
+
 int32_t MultishotRecvMsg::take_error() noexcept { return std::exchange(error_, 0); }
 
 bool MultishotRecvMsg::take(int32_t res, uint32_t completion) {

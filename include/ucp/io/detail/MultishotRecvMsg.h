@@ -118,7 +118,7 @@ class MultishotRecvMsg : public MultishotReceive<MultishotRecvMsg, DatagramEntry
   bool take(int32_t res, uint32_t completion);
   bool start_fallback() noexcept;
   Operation& fallback_op() noexcept { return static_cast<FallbackRecvMsg&>(*this); }
-  void ran_dry() noexcept { ++dry_runs_; }
+  void ran_dry() noexcept;
   void idle() noexcept;
 
   void recycle(const DatagramEntry& entry) noexcept;
