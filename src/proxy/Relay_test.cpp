@@ -179,8 +179,10 @@ TEST_F(RelayTest, BytesCrossBothWaysUnchanged) {
   EXPECT_EQ(result.upstream_to_client, kBytes);
   EXPECT_EQ(counters.client_to_upstream.load(), kBytes);
   // Both directions trickle at once here: buffers count at a quarter of their size (at half, a
-  // CI run held 195 against 192, its sockets' buffers not yet grown by the kernel). 1 MiB each
-  // way is 512 buffers, so a relay that held what the peers send still fails.
+  // CI run held 195 against 192, its sockets' buffers not yet grown by the kernel). The bound
+  // is then often above the 512 buffers the whole transfer fills: what this relay holds is
+  // printed, and the tests below that push megabytes into a full path are the ones that tell a
+  // bounded relay from one that holds what the peers send.
   EXPECT_LE(most_buffers_held, buffer_bound(4));
   std::printf("held at most %zu receive buffers (bound %zu)\n", most_buffers_held, buffer_bound(4));
 }
