@@ -7,10 +7,11 @@
 // io_uring registers the pool as a provided-buffer ring (uring/BufferRing) and the kernel picks;
 // epoll keeps a free list and picks itself. The memory is mapped, not written, at start-up, and
 // only a working set of buffers is handed to the backend at first (kInitialProvision); more are
-// provided whenever fewer than a quarter of those provided are free, or none was. A ring hands its
-// free buffers out in FIFO order, so offering the whole pool at once would cycle through (and
-// commit) every page of it; this way a loop commits about as many buffers as it has ever had in use
-// at once, and a large pool costs address space, not RAM.
+// provided whenever fewer than a quarter of those provided are free (and, under a datagram
+// handler, which holds none, whenever none was). A ring hands its free buffers out in FIFO
+// order, so offering the whole pool at once would cycle through (and commit) every page of it;
+// this way a loop commits about as many buffers as it has ever had in use at once, and a large
+// pool costs address space, not RAM.
 //
 // Thread contract: the owning loop's thread only.
 
